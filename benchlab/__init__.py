@@ -1,0 +1,34 @@
+"""benchlab: compare web servers under load, with results a reviewer would accept.
+
+>>> import benchlab
+>>> r = benchlab.run("spring-undertow", "hello", duration="5s", warmup="2s")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import (BenchlabError, BuildError, LoadError, ResultsError, ServerError, ToolMissing,  # noqa: E402
+                     UsageError, VerifyError)
+from .load import Load  # noqa: E402
+from .results import Run  # noqa: E402
+from .servers import Scenario, Server, build  # noqa: E402
+from .api import run  # noqa: E402
+
+__all__ = [
+    "run",
+    "build",
+    "Server",
+    "Scenario",
+    "Load",
+    "Run",
+    "BenchlabError",
+    "UsageError",
+    "ToolMissing",
+    "BuildError",
+    "ServerError",
+    "VerifyError",
+    "LoadError",
+    "ResultsError",
+    "__version__",
+]

@@ -1,0 +1,96 @@
+"""The local backend: the server is a process on this machine, pinned with taskset, sampled by psutil."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+from .. import process
+from ..errors import ServerError, UsageError, tail
+from ..monitor import ProcessProbe
+from . import Launch, check_port_free, wait_ready
+
+
+def _exit_error(server, argv: list[str], log_path: Path, returncode) -> ServerError:
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    hint = ""
+    if "Unrecognized VM option" in log or "Could not create the Java Virtual Machine" in log or (
+        "Unrecognized option" in log
+    ):
+        hint = " - a bad JVM option: check jvm_opts"
+    elif "Address already in use" in log or "Port" in log and "already in use" in log:
+        hint = " - its port is in use: stop what holds it or leave port unset"
+    return ServerError(
+        f"{server.name} exited during start (exit {returncode}){hint}; command: {' '.join(argv)}\n"
+        f"  last lines of {log_path}:\n{tail(log, 12)}"
+    )
+
+
+class LocalInstance:
+    def __init__(self, server, launch: Launch, argv: list[str]):
+        self.server = server
+        self.launch = launch
+        self.argv = argv
+        self.url = f"http://{launch.host}:{launch.port}"
+        self.startup_ms = 0.0
+        self._log = open(launch.log_path, "ab")
+        env = dict(os.environ, **dict(server.env)) if server.env else None
+        self.process = process.start(argv, cpus=launch.cpus, stdout=self._log, stderr=self._log, env=env)
+        self.metadata = {"pid": self.process.pid, "argv": argv, "cpus": list(launch.cpus)}
+        self._probe: ProcessProbe | None = None
+
+    def wait(self) -> None:
+        ready = self.url + (self.server.ready_path or self.server.path)
+        seconds = wait_ready(
+            ready,
+            timeout=self.launch.startup_timeout,
+            alive=self.alive,
+            on_exit=lambda: _exit_error(self.server, self.argv, self.launch.log_path, self.process.poll()),
+        )
+        self.startup_ms = seconds * 1000.0
+        self._probe = ProcessProbe(self.process.pid)
+
+    def probe(self):
+        return self._probe() if self._probe else (None, None)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        try:
+            code = process.stop(self.process)
+            self.metadata["exit_code"] = code
+        finally:
+            self._log.close()
+
+
+class LocalBackend:
+    """Start servers as local processes: ``java <jvm opts> -jar <jar> --server.port=... --server.address=127.0.0.1``."""
+
+    name = "local"
+
+    def __init__(self, **options):
+        if options:
+            raise UsageError(f"the local backend takes no options, not {', '.join(options)}")
+
+    def start(self, server, launch: Launch) -> LocalInstance:
+        if server.kind == "spring":
+            process.require(launch.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+        if server.kind == "command":
+            process.require(server.command[0], f"install {server.command[0]} or give its full path")
+        check_port_free(launch.port, launch.host)
+        argv = server.argv(launch.port, jvm_opts=launch.jvm_opts, java=launch.java, host=launch.host)
+        began = time.monotonic()
+        instance = LocalInstance(server, launch, argv)
+        try:
+            instance.wait()
+        except BaseException:
+            instance.stop()
+            raise
+        instance.startup_ms = (time.monotonic() - began) * 1000.0
+        return instance
+
+    def metadata(self) -> dict:
+        return {"backend": "local", "hostname": platform.node()}

@@ -1,0 +1,175 @@
+"""The benchlab command. A BenchlabError prints as one line (no traceback) and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import BenchlabError
+
+
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
+
+
+def _mib(value) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def format_run(run) -> str:
+    """A readable summary of one run: rps, percentiles, errors, CPU and RSS, startup."""
+    p, m = run.params, run.metrics
+    server = run.metadata.get("server", {})
+    version = f"{server.get('server') or ''} {server.get('server_version') or ''}".strip()
+    lines = [
+        f"{p['server']} ({version or 'version unknown'}) / {p['scenario']} / {p['driver']} "
+        f"{p['load']}: c={p['connections']} t={p['threads']}"
+        + (f" rate={p['rate']:.0f}/s" if p.get("rate") else "")
+        + (f" users={p['users']} loops={p['loops']}" if p.get("users") else "")
+        + f" duration={p['duration']:g}s warmup={p['warmup']:g}s backend={p['backend']}",
+        f"  requests/s  {m['rps']:,.1f}   ({m['requests']:,} requests in {m['elapsed_s']:.2f} s"
+        + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
+    ]
+    if m.get("target_rps"):
+        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {m['rps'] / m['target_rps']:.1%})")
+    lines.append("  latency     " + "  ".join(
+        f"{name} {_ms(m.get(key))}" for name, key in
+        (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
+    errors = {k: m.get(f"errors_{k}") for k in ("connect", "read", "write", "status", "timeout")}
+    lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
+    lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
+                 f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else
+                 f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max")
+    cores = p.get("load_cores") or 1
+    lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
+                 f"{','.join(map(str, p['load_cpus']))}")
+    lines.append(f"  stored      {run.id}")
+    return "\n".join(lines)
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    from .errors import UsageError
+
+    try:
+        return [int(part) for part in _csv(text)]
+    except ValueError:
+        raise UsageError(f"expected whole numbers separated by commas, not {text!r}") from None
+
+
+def _floats(text: str) -> list[float]:
+    from .errors import UsageError
+
+    try:
+        return [float(part) for part in _csv(text)]
+    except ValueError:
+        raise UsageError(f"expected numbers separated by commas, not {text!r}") from None
+
+
+def _load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", default=None, help="hello, json, reflect, sleep, sleep:<ms>, echo")
+    parser.add_argument("--threads", type=int, default=None, help="load threads (default: one per load core)")
+    parser.add_argument("--duration", default="30s", help="measured time, e.g. 30s, 2m (default 30s)")
+    parser.add_argument("--warmup", default="10s", help="unrecorded warm-up before it (default 10s)")
+    parser.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
+    parser.add_argument("--load", default="duration", choices=["duration", "count", "rate"])
+    parser.add_argument("--users", type=int, default=None, help="count model: parallel users")
+    parser.add_argument("--loops", type=int, default=None, help="count model: requests per user")
+    parser.add_argument("--plan", default=None, help="jmeter: a .jmx plan of your own")
+    parser.add_argument("--driver", default=None, help="wrk, h2load, jmeter, vegeta (default: by load model)")
+    parser.add_argument("--backend", default="local", choices=["local", "docker"])
+    parser.add_argument("--server-cpus", default=None, help="cores for the server, e.g. 0 or 0-3")
+    parser.add_argument("--load-cpus", default=None, help="cores for the load generator, e.g. 1 or 4-7")
+    parser.add_argument("--jvm-opt", action="append", default=[], dest="jvm_opts",
+                        help="a JVM option for the server (repeatable), e.g. --jvm-opt=-Xmx512m")
+    parser.add_argument("--java", default=None, help="the java binary (default: java on PATH)")
+    parser.add_argument("--memory", default=None, help="docker: the container memory limit, e.g. 1g")
+    parser.add_argument("--docker-host", default=None, help="docker: the engine for the server (DOCKER_HOST url)")
+    parser.add_argument("--allow-remote", action="store_true", help="allow load to a non-loopback address")
+    parser.add_argument("--results-dir", default=None, help="where results go (default data/results)")
+
+
+def _common(args) -> dict:
+    options = dict(scenario=args.scenario, threads=args.threads, duration=args.duration, warmup=args.warmup,
+                   timeout=args.timeout, load=args.load, users=args.users, loops=args.loops, plan=args.plan,
+                   driver=args.driver, backend=args.backend, server_cpus=args.server_cpus,
+                   load_cpus=args.load_cpus, jvm_opts=args.jvm_opts, java=args.java, memory=args.memory,
+                   allow_remote=args.allow_remote, results_dir=args.results_dir)
+    if args.docker_host:
+        options["docker_host"] = args.docker_host
+    return options
+
+
+def cmd_build(args) -> int:
+    from .servers import build
+
+    outcome = build(force=args.force, quiet=not args.verbose)
+    if outcome["built"]:
+        print(f"built {len(outcome['jars'])} jars in {outcome['seconds']:.1f} s")
+    else:
+        print("jars are up to date (servers/ unchanged); use --force to rebuild")
+    for name, jar in outcome["jars"].items():
+        print(f"  {name:16} {jar}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .api import run
+
+    options = _common(args)
+    result = run(args.server, options.pop("scenario"), connections=args.connections, rate=args.rate, **options)
+    print(format_run(result))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchlab", description="Compare web servers under load.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", help="build the three Spring Boot jars (skipped when unchanged)")
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", help="measure one server once")
+    p.add_argument("--server", default="spring-tomcat")
+    p.add_argument("--connections", type=int, default=200)
+    p.add_argument("--rate", type=float, default=None, help="rate model: requests per second")
+    _load_options(p)
+    p.set_defaults(func=cmd_run)
+
+    for extend in _EXTENSIONS:
+        extend(sub)
+    return parser
+
+
+#: Other modules add their subcommands here (compare, show, report, batch, image, doctor).
+_EXTENSIONS: list = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except BenchlabError as exc:
+        message = str(exc)
+        first, _, rest = message.partition("\n")
+        print(f"benchlab: error: {first}", file=sys.stderr)
+        if rest:
+            print(rest, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("benchlab: interrupted; every server it started is stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""What makes the load: one small class per tool, each an argv builder and a pure parser.
+
+A driver never starts anything itself. :func:`execute` runs its argv pinned to the load cores, lets the
+monitor watch it, keeps its raw output beside the result and hands the text to ``driver.parse``. Every
+parser returns the same metric fields (see :data:`benchlab.results.METRICS`), in seconds and bytes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Protocol
+
+from .. import process
+from ..errors import LoadError, UsageError, tail
+
+NAMES = ("wrk", "h2load", "jmeter", "vegeta")
+
+#: The driver each load model uses unless one is named.
+DEFAULTS = {"duration": "wrk", "count": "h2load", "rate": "vegeta"}
+
+
+class Driver(Protocol):
+    name: str
+    models: tuple[str, ...]
+    install: str
+
+    def executable(self) -> str: ...
+    def version(self) -> str: ...
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]: ...
+    def parse(self, stdout: str, workdir: Path) -> dict: ...
+
+
+def tool(name: str) -> Driver:
+    """The driver called ``name``, whatever load models it does."""
+    if name == "wrk":
+        from .wrk import Wrk as cls
+    elif name == "h2load":
+        from .h2load import H2load as cls
+    elif name == "jmeter":
+        from .jmeter import JMeter as cls
+    elif name == "vegeta":
+        from .vegeta import Vegeta as cls
+    else:
+        raise UsageError(f"unknown driver {name!r}: choose one of {', '.join(NAMES)}")
+    return cls()
+
+
+def get(name: str | None, model: str = "duration") -> Driver:
+    """The driver for a load ``model``: ``name``, or the model's default driver."""
+    driver = tool(name or DEFAULTS[model])
+    if model not in driver.models:
+        raise UsageError(
+            f"{name} cannot offer a {model!r} load: it does {', '.join(driver.models)}; "
+            f"use driver={DEFAULTS[model]!r} for {model!r}"
+        )
+    return driver
+
+
+def version_of(argv: list[str], pattern: str = "") -> str:
+    """The first line of a tool's version output that contains ``pattern``."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    for line in (done.stdout + "\n" + done.stderr).splitlines():
+        if pattern in line and line.strip():
+            return line.strip()
+    return "unknown"
+
+
+def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
+            monitor=None, runner=None) -> tuple[dict, str]:
+    """Run one phase of load and return ``(metrics, raw stdout)``.
+
+    ``runner``, when given, replaces the local process (the docker backend runs load in a container);
+    it takes ``(argv, cpus, timeout, on_start)`` and returns a :class:`benchlab.process.Finished`.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = driver.command(url, scenario, load, phase=phase, workdir=workdir)
+    seconds = load.warmup if phase == "warmup" else load.planned_seconds
+    timeout = max(60.0, seconds * 3 + load.timeout + 60.0) if load.model == "count" else seconds + load.timeout + 60.0
+
+    def watch(pid: int) -> None:
+        if monitor is not None:
+            from ..monitor import ProcessProbe
+
+            try:
+                monitor.watch("load", ProcessProbe(pid))
+            except Exception:
+                pass
+
+    run = runner or (lambda argv, cpus, timeout, on_start: process.run(argv, cpus=cpus, timeout=timeout,
+                                                                           on_start=on_start, cwd=workdir))
+    finished = run(argv, cpus, timeout, watch)
+    if phase == "measure":
+        (workdir / f"{driver.name}.out").write_text(finished.stdout)
+        if finished.stderr.strip():
+            (workdir / f"{driver.name}.err").write_text(finished.stderr)
+    try:
+        metrics = driver.parse(finished.stdout, workdir)
+    except LoadError as exc:
+        raise LoadError(f"{exc} (exit {finished.returncode}; command: {' '.join(argv)})\n"
+                        f"{tail(finished.stderr or finished.stdout, 8)}") from None
+    return metrics, finished.stdout

@@ -1,0 +1,188 @@
+"""wrk: a closed loop for a fixed time, with its Lua ``done()`` reporter and a parser for its text report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .. import process
+from ..errors import LoadError
+from . import version_of
+
+MARK = "BENCHLAB_JSON "
+
+PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p99": 99, "p999": 99.9, "p9999": 99.99}
+
+# wrk calls done() once, after the run, with every latency it recorded (in microseconds).
+REPORTER = r"""
+done = function(summary, latency, requests)
+  local e = summary.errors
+  local p = {}
+  for _, q in ipairs({50, 75, 90, 99, 99.9, 99.99}) do
+    p[#p + 1] = string.format('"%s":%.1f', tostring(q), latency:percentile(q))
+  end
+  io.write("BENCHLAB_JSON ")
+  io.write(string.format(
+    '{"requests":%.0f,"bytes":%.0f,"duration_us":%.0f,' ..
+    '"errors":{"connect":%.0f,"read":%.0f,"write":%.0f,"status":%.0f,"timeout":%.0f},' ..
+    '"latency_us":{"min":%.1f,"mean":%.3f,"stdev":%.3f,"max":%.1f},"percentiles_us":{%s}}\n',
+    summary.requests, summary.bytes, summary.duration,
+    e.connect, e.read, e.write, e.status, e.timeout,
+    latency.min, latency.mean, latency.stdev, latency.max, table.concat(p, ",")))
+end
+"""
+
+
+def _lua_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def script(scenario) -> str:
+    """The Lua script for one scenario: its method, body and headers, then the reporter."""
+    lines = []
+    if scenario.method != "GET":
+        lines.append(f"wrk.method = {_lua_string(scenario.method)}")
+    if scenario.body is not None:
+        lines.append(f"wrk.body = {_lua_string(scenario.body.decode())}")
+    if scenario.content_type:
+        lines.append(f'wrk.headers["Content-Type"] = {_lua_string(scenario.content_type)}')
+    return "\n".join(lines) + "\n" + REPORTER
+
+
+def _whole_seconds(seconds: float) -> str:
+    return f"{max(1, round(seconds))}s"
+
+
+class Wrk:
+    name = "wrk"
+    models = ("duration",)
+    install = "apt-get install wrk (or conda install -c conda-forge wrk)"
+
+    def executable(self) -> str:
+        return process.require("wrk", self.install)
+
+    def version(self) -> str:
+        return version_of([self.executable(), "-v"], "wrk")
+
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
+        lua = workdir / "wrk.lua"
+        lua.write_text(script(scenario))
+        seconds = load.warmup if phase == "warmup" else load.duration
+        return [
+            self.executable(),
+            f"-t{load.threads}",
+            f"-c{load.connections}",
+            f"-d{_whole_seconds(seconds)}",
+            f"--timeout={_whole_seconds(load.timeout)}",
+            "--latency",
+            "-s", str(lua),
+            url + scenario.path,
+        ]
+
+    def parse(self, stdout: str, workdir: Path | None = None) -> dict:
+        return parse(stdout)
+
+
+def parse(stdout: str) -> dict:
+    """Metrics from wrk's output with the benchlab reporter (falls back to the text report)."""
+    for line in stdout.splitlines():
+        if line.startswith(MARK):
+            return parse_json(json.loads(line[len(MARK):]))
+    if "Requests/sec" in stdout:
+        return parse_text(stdout)
+    if "unable to connect" in stdout or "Connection refused" in stdout:
+        raise LoadError("wrk could not connect to the server (connection refused): is it listening there?")
+    raise LoadError("wrk printed no report")
+
+
+def parse_json(report: dict) -> dict:
+    """Metrics, in seconds and bytes, from the reporter's JSON (whose times are microseconds)."""
+    us = 1e-6
+    requests = int(report["requests"])
+    elapsed = report["duration_us"] * us
+    lat = report["latency_us"]
+    pct = report["percentiles_us"]
+    errors = report["errors"]
+    metrics = {
+        "requests": requests,
+        "bytes": int(report["bytes"]),
+        "elapsed_s": elapsed,
+        "rps": requests / elapsed if elapsed > 0 else 0.0,
+        "bytes_per_request": report["bytes"] / requests if requests else None,
+        "lat_min": lat["min"] * us,
+        "lat_mean": lat["mean"] * us,
+        "lat_stdev": lat["stdev"] * us,
+        "lat_max": lat["max"] * us,
+    }
+    for name, q in PERCENTILES.items():
+        key = str(q) if q != int(q) else str(int(q))
+        metrics[name] = pct[key] * us if key in pct else None
+    for kind in ("connect", "read", "write", "status", "timeout"):
+        metrics[f"errors_{kind}"] = int(errors[kind])
+    if requests == 0:
+        raise LoadError("wrk completed no request: the server never answered")
+    return metrics
+
+
+# --- the plain-text report, for importing wrk logs people already have ----------------------------------
+
+_TIME = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SIZE = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+_COUNT = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _time(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if not m:
+        raise LoadError(f"wrk report: cannot read the time {text!r}")
+    return float(m.group(1)) * _TIME[m.group(2)]
+
+
+def _count(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)([kMG]?)", text)
+    if not m:
+        raise LoadError(f"wrk report: cannot read the number {text!r}")
+    return float(m.group(1)) * _COUNT[m.group(2)]
+
+
+def _size(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)(B|KB|MB|GB|TB)", text)
+    if not m:
+        raise LoadError(f"wrk report: cannot read the size {text!r}")
+    return float(m.group(1)) * _SIZE[m.group(2)]
+
+
+def parse_text(text: str) -> dict:
+    """Metrics from wrk's plain ``--latency`` report.
+
+    Times in us/ms/s, counts with k/M suffixes and transfer in KB/MB/GB are all converted to seconds,
+    requests and bytes. Fields the text does not carry (p99.9, p99.99, min) are None.
+    """
+    metrics: dict = {k: None for k in ("lat_min", "p999", "p9999")}
+    found = re.search(r"Latency\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+\w+)", text)
+    if found:
+        metrics["lat_mean"], metrics["lat_stdev"], metrics["lat_max"] = (_time(g) for g in found.groups())
+    else:
+        metrics.update(lat_mean=None, lat_stdev=None, lat_max=None)
+    for q, value in re.findall(r"^\s*(50|75|90|99)(?:\.000)?%\s+([\d.]+\w+)\s*$", text, re.M):
+        metrics[f"p{q}"] = _time(value)
+    for q in ("p50", "p75", "p90", "p99"):
+        metrics.setdefault(q, None)
+    total = re.search(r"(\d+) requests in ([\d.]+\w+), ([\d.]+\w*B) read", text)
+    if not total:
+        raise LoadError("not a wrk report: no 'N requests in T, S read' line")
+    requests = int(total.group(1))
+    metrics["requests"] = requests
+    metrics["elapsed_s"] = _time(total.group(2))
+    metrics["bytes"] = int(_size(total.group(3)))
+    rps = re.search(r"Requests/sec:\s+([\d.]+[kM]?)", text)
+    metrics["rps"] = _count(rps.group(1)) if rps else requests / metrics["elapsed_s"]
+    metrics["bytes_per_request"] = metrics["bytes"] / requests if requests else None
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    for i, kind in enumerate(("connect", "read", "write", "timeout")):
+        metrics[f"errors_{kind}"] = int(socket_errors.group(i + 1)) if socket_errors else 0
+    status = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    metrics["errors_status"] = int(status.group(1)) if status else 0
+    return metrics

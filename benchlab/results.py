@@ -1,0 +1,250 @@
+"""The run record, its storage, and reading results back.
+
+One run is one directory: ``run.json`` (versioned, written atomically and last, so a directory without
+it is an unfinished run) with the load tool's raw output and the server log beside it. Running only
+writes results; analysis only reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import ResultsError
+
+FORMAT = "benchlab-run"
+FORMAT_VERSION = 1
+
+#: The metric fields every driver's parser fills (None where a tool cannot tell). Seconds and bytes.
+METRICS = (
+    "requests", "bytes", "elapsed_s", "rps", "bytes_per_request",
+    "lat_min", "lat_mean", "lat_stdev", "lat_max",
+    "p50", "p75", "p90", "p99", "p999", "p9999",
+    "errors_connect", "errors_read", "errors_write", "errors_status", "errors_timeout",
+    "target_rps",
+)
+
+#: Measured around the load: the monitor's summary and the server's start.
+RESOURCES = (
+    "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
+    "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
+    "startup_ms",
+)
+
+#: What a run was asked to do; with ``repeat`` they name its cell and identity.
+PARAMS = (
+    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
+    "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
+    "jvm_opts", "repeat",
+)
+
+#: The tidy frame: one row per run, these columns, in this order.
+COLUMNS = (
+    "id", "suite", "label", "status", "error", "started_at", "finished_at",
+    *PARAMS, "server_impl", "server_version", "java_version", "errors_total",
+    *METRICS, *RESOURCES,
+)
+
+#: Percentile columns and the percentile each stands for (charts use the 'nines' scale).
+PERCENTILE_COLUMNS = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return {k: _frozen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_frozen(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured (or failed) run. Build it with :meth:`make`; it checks its fields.
+
+    ``params`` is what was asked, ``metrics`` what was measured, ``samples`` the monitor's
+    ``(t, role, cpu, rss)`` rows and ``metadata`` the machine and versions.
+    """
+
+    id: str
+    params: Mapping
+    metrics: Mapping
+    metadata: Mapping
+    samples: tuple = ()
+    status: str = "ok"
+    error: str | None = None
+    suite: str | None = None
+    label: str | None = None
+    key: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    files: tuple = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.status not in ("ok", "failed"):
+            raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
+        if self.status == "ok":
+            rps = self.metrics.get("rps")
+            if rps is None or rps < 0:
+                raise ValueError(f"run {self.id}: a finished run needs rps >= 0, not {rps!r}")
+        if not self.id:
+            raise ValueError("a run needs an id")
+
+    # -- views -----------------------------------------------------------------------------------
+    def row(self) -> dict:
+        params = dict(self.params)
+        for name in ("server_cpus", "load_cpus"):
+            if isinstance(params.get(name), (list, tuple)):
+                from .cores import format_cpus
+
+                params[name] = format_cpus(params[name])
+        if isinstance(params.get("jvm_opts"), (list, tuple)):
+            params["jvm_opts"] = " ".join(params["jvm_opts"])
+        row = {c: None for c in COLUMNS}
+        row.update({k: v for k, v in params.items() if k in COLUMNS})
+        row.update({k: v for k, v in self.metrics.items() if k in COLUMNS})
+        server = self.metadata.get("server", {})
+        row.update(
+            id=self.id, suite=self.suite, label=self.label, status=self.status, error=self.error,
+            started_at=self.started_at, finished_at=self.finished_at,
+            server_impl=server.get("server"), server_version=server.get("server_version"),
+            java_version=server.get("java_version") or self.metadata.get("java", {}).get("version"),
+        )
+        errors = [self.metrics.get(f"errors_{k}") for k in ("connect", "read", "write", "status", "timeout")]
+        row["errors_total"] = sum(e for e in errors if e) if self.status == "ok" else None
+        return row
+
+    def to_frame(self):
+        """This run as a one-row tidy DataFrame, with the columns of :data:`COLUMNS`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.row()], columns=list(COLUMNS))
+
+    def samples_frame(self):
+        """The CPU and memory samples: columns id, server, t, role, cpu, rss."""
+        import pandas as pd
+
+        frame = pd.DataFrame(list(self.samples), columns=["t", "role", "cpu", "rss"])
+        frame.insert(0, "server", self.params.get("server"))
+        frame.insert(0, "id", self.id)
+        return frame
+
+    # -- storage ---------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "id": self.id,
+            "suite": self.suite,
+            "label": self.label,
+            "key": self.key,
+            "status": self.status,
+            "error": self.error,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "params": _frozen(dict(self.params)),
+            "metrics": dict(self.metrics),
+            "metadata": _frozen(dict(self.metadata)),
+            "samples": [list(s) for s in self.samples],
+            "files": list(self.files),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict, *, source: str = "") -> "Run":
+        if doc.get("format") != FORMAT:
+            raise ResultsError(f"{source} is not a benchlab run (no format {FORMAT!r})")
+        version = doc.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ResultsError(
+                f"{source} was written by a newer benchlab (format version {version}, this one reads up to "
+                f"{FORMAT_VERSION}): upgrade benchlab (pip install -U benchlab) to read it"
+            )
+        doc = migrate(doc)
+        return cls(
+            id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
+            samples=tuple(tuple(s) for s in doc.get("samples", ())), status=doc["status"],
+            error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
+            started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
+            files=tuple(doc.get("files", ())),
+        )
+
+
+def migrate(doc: dict) -> dict:
+    """Bring an older format version up to :data:`FORMAT_VERSION` (there is only version 1 so far)."""
+    if doc["version"] < 1:
+        raise ResultsError(f"format version {doc['version']} is older than any benchlab wrote")
+    return doc
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: readers see all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(run: Run, directory: Path) -> Path:
+    """Store ``run`` as ``directory/run.json``; the raw files are already beside it."""
+    path = Path(directory) / "run.json"
+    write_atomic(path, json.dumps(run.to_json(), indent=1, sort_keys=False, default=str) + "\n")
+    return path
+
+
+def read(path: Path) -> Run:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"cannot read {path}: {exc}") from None
+    return Run.from_json(doc, source=str(path))
+
+
+def find(paths: Iterable[str | Path]) -> list[Path]:
+    """Every ``run.json`` under the given directories (or the files themselves)."""
+    found: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_file() and p.name == "run.json":
+            found.append(p)
+        elif p.is_dir():
+            found.extend(sorted(p.rglob("run.json")))
+        else:
+            raise ResultsError(f"no results at {p}: give a results directory, such as data/results")
+    return found
+
+
+def load_runs(*paths: str | Path) -> list[Run]:
+    """Read every run under ``paths``; refuse an empty directory with a clear error."""
+    if not paths:
+        from . import home
+
+        paths = (home.results_dir(),)
+    files = find(paths)
+    if not files:
+        raise ResultsError(
+            f"no runs under {', '.join(str(p) for p in paths)}: run benchlab.run()/compare() with "
+            "results_dir set there, or point at a directory that holds run.json files"
+        )
+    runs = [read(f) for f in files]
+    runs.sort(key=lambda r: (r.started_at or "", r.id))
+    return runs
+
+
+def frame(runs: Iterable[Run]):
+    """The tidy frame of many runs: one row each, the columns of :data:`COLUMNS`."""
+    import pandas as pd
+
+    rows = [r.row() for r in runs]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
