@@ -216,15 +216,17 @@ def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         phase("verify")
         status, headers, body = verify(instance.url, spec.scenario)
         info = _server_info(instance.url, spec.server)
+        # A backend may run the load tool itself (docker: wrk in its own container).
+        runner = backend.load_runner() if hasattr(backend, "load_runner") else None
         if spec.load.warmup > 0 and spec.load.model != "count":
             phase("warmup")
             drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                            workdir=run_dir, phase="warmup")
+                            workdir=run_dir, phase="warmup", runner=runner)
         phase("measure")
         with Monitor(spec.sample_interval) as monitor:
             monitor.watch("server", instance.probe)
             metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                            workdir=run_dir, phase="measure", monitor=monitor)
+                                            workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
         resources = monitor.summary()
         alive_after = instance.alive()
     finally:

@@ -73,26 +73,16 @@ def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, ph
             monitor=None, runner=None) -> tuple[dict, str]:
     """Run one phase of load and return ``(metrics, raw stdout)``.
 
-    ``runner``, when given, replaces the local process (the docker backend runs load in a container);
-    it takes ``(argv, cpus, timeout, on_start)`` and returns a :class:`benchlab.process.Finished`.
+    ``runner``, when given, replaces the local process (the docker backend runs load in a container).
+    It is called as ``runner(argv, cpus=..., timeout=..., monitor=..., workdir=...)``, must register its
+    own ``"load"`` probe on ``monitor`` when that is not None, and returns a
+    :class:`benchlab.process.Finished`.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     argv = driver.command(url, scenario, load, phase=phase, workdir=workdir)
     seconds = load.warmup if phase == "warmup" else load.planned_seconds
     timeout = max(60.0, seconds * 3 + load.timeout + 60.0) if load.model == "count" else seconds + load.timeout + 60.0
-
-    def watch(pid: int) -> None:
-        if monitor is not None:
-            from ..monitor import ProcessProbe
-
-            try:
-                monitor.watch("load", ProcessProbe(pid))
-            except Exception:
-                pass
-
-    run = runner or (lambda argv, cpus, timeout, on_start: process.run(argv, cpus=cpus, timeout=timeout,
-                                                                           on_start=on_start, cwd=workdir))
-    finished = run(argv, cpus, timeout, watch)
+    finished = (runner or run_local)(argv, cpus=cpus, timeout=timeout, monitor=monitor, workdir=workdir)
     if phase == "measure":
         (workdir / f"{driver.name}.out").write_text(finished.stdout)
         if finished.stderr.strip():
@@ -103,3 +93,18 @@ def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, ph
         raise LoadError(f"{exc} (exit {finished.returncode}; command: {' '.join(argv)})\n"
                         f"{tail(finished.stderr or finished.stdout, 8)}") from None
     return metrics, finished.stdout
+
+
+def run_local(argv: list[str], *, cpus, timeout: float, monitor=None, workdir: Path | None = None):
+    """Run a load tool as a local process pinned to ``cpus``, watched by ``monitor`` as ``"load"``."""
+
+    def watch(pid: int) -> None:
+        if monitor is not None:
+            from ..monitor import ProcessProbe
+
+            try:
+                monitor.watch("load", ProcessProbe(pid))
+            except Exception:  # it ended before it could be watched: a very short run
+                pass
+
+    return process.run(argv, cpus=cpus, timeout=timeout, on_start=watch, cwd=workdir)
