@@ -1,0 +1,204 @@
+"""Chart specs: each chart's encodings, fields and data, read from ``chart.to_dict()``.
+
+The frames are built from real :class:`benchlab.results.Run` records, so they have exactly the columns
+``results.frame()`` gives; every chart is also rendered to SVG through vl-convert, which catches specs
+that Vega-Lite accepts as JSON but cannot draw.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from benchlab import charts, results
+from benchlab.errors import BenchlabError, ResultsError
+
+SERVERS = ("spring-tomcat", "spring-jetty")
+
+
+def make_run(server: str, repeat: int, *, connections: int = 200, rps: float = 1000.0, scenario: str = "hello",
+             load: str = "duration", rate: float | None = None, p999: float | None = 0.012,
+             status: str = "ok") -> results.Run:
+    metrics = {name: None for name in results.METRICS}
+    if status == "ok":
+        metrics.update(requests=int(rps * 2), elapsed_s=2.0, rps=rps, p50=0.001 * repeat, p75=0.002, p90=0.004,
+                       p99=0.008, p999=p999, p9999=None if p999 is None else p999 * 1.5, errors_connect=0,
+                       target_rps=rate)
+    params = {"server": server, "scenario": scenario, "driver": "vegeta" if load == "rate" else "wrk",
+              "load": load, "connections": connections, "threads": 1, "rate": rate, "duration": 2.0,
+              "warmup": 1.0, "backend": "local", "server_cpus": [0], "load_cpus": [1], "repeat": repeat}
+    return results.Run(id=f"{server}-{scenario}-{connections}-{rate}-{repeat}", params=params, metrics=metrics,
+                       metadata={"server": {"java_version": "17.0.15"}}, status=status,
+                       error=None if status == "ok" else "boom",
+                       samples=tuple((0.25 * i, role, 50.0 + i, 2.0**27 + i) for i in range(1, 5)
+                                     for role in ("server", "load")))
+
+
+def frame(*runs: results.Run) -> pd.DataFrame:
+    return results.frame(runs)
+
+
+@pytest.fixture
+def suite_runs() -> pd.DataFrame:
+    runs = [make_run(s, r, connections=c, rps=1000 + 100 * r + (500 if s == "spring-jetty" else 0))
+            for r in (1, 2, 3) for c in (16, 64) for s in SERVERS]
+    runs.append(make_run("spring-jetty", 4, connections=16, status="failed"))
+    return frame(*runs)
+
+
+def layers(spec: dict) -> list[dict]:
+    return spec["spec"]["layer"] if "spec" in spec else spec["layer"]
+
+
+def rendered(chart) -> str:
+    import vl_convert
+
+    svg = vl_convert.vegalite_to_svg(chart.to_dict())
+    assert svg.startswith("<svg") and "<path" in svg
+    return svg
+
+
+def test_throughput_has_mean_ci_and_repeats_faceted_by_scenario_and_load(suite_runs):
+    chart = charts.throughput(suite_runs)
+    spec = chart.to_dict()
+    assert spec["facet"]["row"]["field"] == "scenario"
+    assert spec["facet"]["column"]["field"] == "load_point"
+    assert spec["facet"]["column"]["sort"] == ["16 connections", "64 connections"]
+    bar, errorbar, dots = layers(spec)
+    assert bar["mark"]["type"] == "bar" and bar["encoding"]["y"]["field"] == "value"
+    assert errorbar["mark"]["type"] == "errorbar"
+    assert (errorbar["encoding"]["y"]["field"], errorbar["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
+    assert dots["mark"]["type"] == "circle"
+    for layer in (bar, dots):
+        assert layer["encoding"]["x"] == {**layer["encoding"]["x"], "field": "server", "type": "nominal"}
+        assert layer["encoding"]["tooltip"]
+    assert "requests/s" in spec["title"]["text"] and spec["title"]["subtitle"]
+    values = list(spec["datasets"].values())[0]
+    cells = [v for v in values if v["kind"] == "cell"]
+    assert len(cells) == 4 and len([v for v in values if v["kind"] == "run"]) == 12   # the failed run is left out
+    jetty16 = next(c for c in cells if c["server"] == "spring-jetty" and c["load_point"] == "16 connections")
+    # mean 1700 of 1600, 1700, 1800; t(0.975, 2) = 4.303, sd = 100: half width 248.4
+    assert jetty16["value"] == pytest.approx(1700)
+    assert jetty16["ci_high"] - jetty16["value"] == pytest.approx(4.3027 * 100 / math.sqrt(3), rel=1e-3)
+    rendered(chart)
+
+
+def test_throughput_with_one_repeat_has_no_interval():
+    chart = charts.throughput(frame(make_run("spring-tomcat", 1), make_run("spring-jetty", 1)))
+    values = list(chart.to_dict()["datasets"].values())[0]
+    cell = next(v for v in values if v["kind"] == "cell")
+    assert cell["n"] == 1 and cell["ci_low"] is None and cell["ci_high"] is None
+    rendered(chart)
+
+
+def test_latency_curve_is_on_the_nines_scale_and_drops_missing_percentiles(suite_runs):
+    imported = frame(make_run("spring-tomcat", 1, p999=None), make_run("spring-jetty", 1, p999=None))
+    for runs in (suite_runs, imported):
+        chart = charts.latency(runs)
+        spec = chart.to_dict()
+        line, dots = layers(spec)
+        x = line["encoding"]["x"]
+        assert x["field"] == "nines" and x["scale"]["type"] == "log"
+        assert x["axis"]["values"] == [2.0, 10.0, 100.0, 1000.0, 10000.0]
+        assert "'99.9'" in x["axis"]["labelExpr"] and "'99.99'" in x["axis"]["labelExpr"]
+        assert line["encoding"]["y"]["field"] == "latency_ms" and line["encoding"]["y"]["aggregate"] == "mean"
+        assert line["encoding"]["color"]["field"] == "server"
+        assert dots["encoding"]["y"]["field"] == "latency_ms"
+        assert spec["title"]["text"].endswith("nines scale") and "(ms)" in spec["title"]["text"]
+        rendered(chart)
+    values = list(chart.to_dict()["datasets"].values())[0]
+    assert {v["percentile"] for v in values} == {50.0, 75.0, 90.0, 99.0}      # no p99.9, p99.99: left out
+    assert all(v["latency_ms"] is not None for v in values)
+    p50 = next(v for v in values if v["percentile"] == 50.0)
+    assert p50["latency_ms"] == pytest.approx(1.0) and p50["nines"] == pytest.approx(2.0)
+
+
+def test_nines_positions():
+    assert [charts.nines(p) for p in (50, 90, 99, 99.9, 99.99)] == [2, 10, 100, 1000, 10000]
+
+
+def test_sweep_draws_rps_and_p99_against_connections(suite_runs):
+    chart = charts.sweep(suite_runs)
+    spec = chart.to_dict()
+    assert spec["facet"]["column"]["field"] == "panel"
+    assert spec["resolve"]["scale"]["y"] == "independent"
+    line, dots = layers(spec)
+    assert line["mark"]["type"] == "line"
+    assert line["encoding"]["x"]["field"] == "connections" and line["encoding"]["x"]["scale"]["type"] == "log"
+    assert line["encoding"]["x"]["axis"]["values"] == [16, 64]
+    assert line["encoding"]["color"]["field"] == "server"
+    values = list(spec["datasets"].values())[0]
+    assert {v["panel"] for v in values} == {"throughput (requests/s)", "p99 latency (ms)"}
+    assert {v["value"] for v in values if v["panel"] == "p99 latency (ms)"} == {8.0}
+    rendered(chart)
+
+
+def test_resource_timeline_shows_server_cpu_and_rss_in_mib(suite_runs):
+    runs = [make_run("spring-tomcat", 1), make_run("spring-jetty", 1)]
+    samples = pd.concat([r.samples_frame() for r in runs], ignore_index=True)
+    chart = charts.resources(samples, runs=frame(*runs))
+    spec = chart.to_dict()
+    cpu, rss = spec["vconcat"]
+    assert cpu["encoding"]["y"]["field"] == "cpu" and "% of one core" in cpu["encoding"]["y"]["title"]
+    assert rss["encoding"]["y"]["field"] == "rss_mib" and "MiB" in rss["encoding"]["y"]["title"]
+    assert cpu["encoding"]["x"]["field"] == "t" and cpu["encoding"]["detail"]["field"] == "id"
+    values = list(spec["datasets"].values())[0]
+    assert len(values) == 8                                                      # server samples only
+    assert values[0]["rss_mib"] == pytest.approx(128.0, abs=0.01)
+    assert values[0]["load_point"] == "200 connections"
+    rendered(chart)
+
+
+def test_published_comparison_puts_our_ratio_beside_theirs(suite_runs):
+    reference = pd.DataFrame(
+        [("wrk", "tomcat", 1, "rps", 100.0, "1/s"), ("wrk", "tomcat", 2, "rps", 100.0, "1/s"),
+         ("wrk", "jetty", 1, "rps", 170.0, "1/s"), ("wrk", "jetty", 2, "rps", 190.0, "1/s")],
+        columns=["experiment", "server", "run", "metric", "value", "unit"])
+    ours = suite_runs[suite_runs["connections"] == 64]
+    chart = charts.published(ours, reference, baseline="spring-tomcat")
+    spec = chart.to_dict()
+    bars, dots, parity = spec["layer"]
+    assert bars["encoding"]["xOffset"]["field"] == "source" and bars["encoding"]["y"]["field"] == "ratio"
+    assert parity["mark"]["type"] == "rule"
+    values = [v for data in spec["datasets"].values() for v in data if "source" in v]
+    means = {(v["source"], v["server"]): v["ratio"] for v in values if v["kind"] == "mean"}
+    assert means[("published", "jetty")] == pytest.approx(1.8)
+    assert means[("benchlab (ours)", "jetty")] == pytest.approx(1700 / 1200)
+    assert means[("benchlab (ours)", "tomcat")] == pytest.approx(1.0)
+    rendered(chart)
+    with pytest.raises(ResultsError, match="baseline 'spring-undertow'"):
+        charts.published(ours, reference, baseline="spring-undertow")
+
+
+def test_rate_sweep_plots_p99_against_achieved_rps_in_target_order():
+    runs = frame(*[make_run(s, 1, load="rate", rate=rate, rps=min(rate, 700.0)) for s in SERVERS
+                   for rate in (200.0, 400.0, 800.0)], make_run("spring-jetty", 1))
+    chart = charts.rate_sweep(runs)
+    spec = chart.to_dict()
+    line, dots = layers(spec)
+    assert line["encoding"]["x"]["field"] == "rps" and line["encoding"]["y"]["field"] == "p99_ms"
+    assert line["encoding"]["order"]["field"] == "target"
+    assert spec["spec"]["layer"][0]["transform"][0]["aggregate"]
+    values = list(spec["datasets"].values())[0]
+    assert len(values) == 6                                            # the duration run is left out
+    assert sorted({v["target"] for v in values}) == [200.0, 400.0, 800.0]
+    rendered(chart)
+
+
+def test_every_chart_refuses_a_frame_without_finished_runs():
+    failed = frame(make_run("spring-tomcat", 1, status="failed"))
+    for chart in (charts.throughput, charts.latency, charts.sweep, charts.rate_sweep):
+        with pytest.raises(ResultsError, match="failed"):
+            chart(failed)
+        with pytest.raises(BenchlabError, match="no runs"):
+            chart(failed.iloc[0:0])
+
+
+def test_describe_and_machine_make_the_subtitle(suite_runs):
+    note = charts.describe(suite_runs, machine=charts.machine({"cpu": {"model": "AMD EPYC", "logical_cpus": 2}}))
+    assert note == ("wrk, 2 s measured after 1 s warm-up, 1 load thread, backend local, server cores 0, "
+                    "load cores 1, Java 17.0.15, 3 repeats, AMD EPYC, 2 cores")
+    spec = charts.throughput(suite_runs, note=note).to_dict()
+    assert " ".join(spec["title"]["subtitle"]).replace(", ", ",").replace(",", ", ") == note
