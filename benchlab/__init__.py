@@ -11,17 +11,22 @@ __version__ = "0.1.0"
 from .errors import (BenchlabError, BuildError, LoadError, ResultsError, ServerError, ToolMissing,  # noqa: E402
                      UsageError, VerifyError)
 from .load import Load  # noqa: E402
-from .results import Run  # noqa: E402
+from .results import Run, Suite, load  # noqa: E402
 from .servers import Scenario, Server, build  # noqa: E402
-from .api import run  # noqa: E402
+from .api import compare, run  # noqa: E402
+from .importers import import_wrk  # noqa: E402
 
 __all__ = [
     "run",
+    "compare",
+    "load",
+    "import_wrk",
     "build",
     "Server",
     "Scenario",
     "Load",
     "Run",
+    "Suite",
     "BenchlabError",
     "UsageError",
     "ToolMissing",

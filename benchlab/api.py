@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import backends, cores, drivers, home, metadata, servers
-from .errors import BenchlabError, UsageError, VerifyError
+from .errors import LoadError, ServerError, UsageError, VerifyError
 from .load import Load, parse_duration
 from .monitor import Monitor
 from .results import Run, save
@@ -186,11 +186,12 @@ def new_run_id(spec: RunSpec) -> str:
 
 
 def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite: str | None = None,
-            label: str | None = None, key: str | None = None, on_phase=None) -> Run:
+            label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> Run:
     """Start the server, verify, warm up, measure, stop; store and return the :class:`Run`.
 
     The server is stopped however this ends. A :class:`BenchlabError` propagates after cleanup; the
-    caller decides whether to record a failed run.
+    caller decides whether to record a failed run. A given ``instance`` (an already started server) is
+    used as it is and left running.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -201,16 +202,18 @@ def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     backend = backends.get(spec.backend, **spec.backend_options)
     phase = on_phase or (lambda name: None)
 
-    instance = None
+    owned = instance is None
     try:
         phase("start")
-        if spec.server.kind == "url":
+        if instance is not None:
+            pass
+        elif spec.server.kind == "url":
             instance = _Attached(spec.server)
         else:
             port = spec.port or spec.server.port or backends.free_port()
             launch = backends.Launch(run_id=run_id, port=port, cpus=spec.server_cpus,
                                      log_path=run_dir / "server.log", jvm_opts=spec.jvm_opts, java=spec.java,
-                                     memory=spec.memory)
+                                     memory=spec.memory, allow_remote=spec.allow_remote)
             instance = backend.start(spec.server, launch)
         servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
         phase("verify")
@@ -230,7 +233,7 @@ def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         resources = monitor.summary()
         alive_after = instance.alive()
     finally:
-        if instance is not None:
+        if owned and instance is not None:
             phase("stop")
             instance.stop()
 
@@ -285,3 +288,200 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     run_id = new_run_id(spec)
     base = Path(results_dir) if results_dir else home.results_dir()
     return execute(spec, base / run_id, run_id=run_id, label=label)
+
+
+# --- compare ------------------------------------------------------------------------------------------
+
+ORDERS = ("interleaved", "shuffled")
+RESTARTS = ("each-run", "never")
+
+
+def _as_list(value, name: str) -> list:
+    if value is None:
+        return [None]
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    values = list(value)
+    if not values:
+        raise UsageError(f"{name} is empty: give at least one value")
+    return values
+
+
+def _load_points(load: str, connections, users, loops, rates) -> list[dict]:
+    """The load settings of the matrix: connections (duration), users x loops pairs (count) or rates."""
+    if load == "count":
+        users_, loops_ = _as_list(users, "users"), _as_list(loops, "loops")
+        if len(users_) == 1 and len(loops_) > 1:
+            users_ = users_ * len(loops_)
+        if len(loops_) == 1 and len(users_) > 1:
+            loops_ = loops_ * len(users_)
+        if len(users_) != len(loops_):
+            raise UsageError("users and loops pair up: give lists of the same length, e.g. users=[100, 1000], "
+                             "loops=[1000, 100]")
+        return [{"users": u, "loops": n, "connections": u} for u, n in zip(users_, loops_)]
+    if load == "rate":
+        if rates is None:
+            raise UsageError("a rate comparison needs rates=[...] in requests per second, e.g. rates=[500, 1000]")
+        return [{"rate": r, "connections": c} for r in _as_list(rates, "rates")
+                for c in _as_list(connections, "connections")]
+    return [{"connections": c} for c in _as_list(connections, "connections")]
+
+
+def _load_tag(spec: RunSpec) -> str:
+    load = spec.load
+    if load.model == "count":
+        return f"u{load.users}x{load.loops}"
+    if load.model == "rate":
+        return f"rate{load.rate:g}"
+    return f"c{load.connections}"
+
+
+def plan(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved",
+         seed=None, load="duration", users=None, loops=None, rates=None, **options) -> list[tuple[int, RunSpec]]:
+    """The run matrix of :func:`compare` in the order it runs: ``[(repeat, spec), ...]``.
+
+    Each repeat runs every cell and every server once before the next repeat starts (A B C A B C), so a
+    drift on the machine hits every server alike; ``order="shuffled"`` shuffles inside each repeat.
+    """
+    import random
+
+    server_list = _as_list(servers, "servers") if servers is not None else []
+    if not server_list or server_list == [None]:
+        raise UsageError("servers is empty: give at least one, e.g. servers=['spring-tomcat', 'spring-jetty']")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise UsageError(f"repeats must be a whole number of 1 or more, not {repeats!r}")
+    if order not in ORDERS:
+        raise UsageError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
+    names = [servers_module.get(s).name for s in server_list]
+    if len(set(names)) != len(names):
+        raise UsageError(f"servers lists one server twice: {', '.join(names)}")
+    cells = []
+    for scenario in _as_list(scenarios, "scenarios"):
+        for point in _load_points(load, connections, users, loops, rates):
+            cells.append([prepare(s, scenario, load=load, **{**options, **point}) for s in server_list])
+    rng = random.Random(seed)
+    matrix = []
+    for repeat in range(1, repeats + 1):
+        block = [spec for cell in cells for spec in cell]
+        if order == "shuffled":
+            rng.shuffle(block)
+        matrix.extend((repeat, spec) for spec in block)
+    return matrix
+
+
+servers_module = servers
+
+
+def _suite_id(matrix: list[tuple[int, RunSpec]]) -> str:
+    import hashlib
+
+    keys = sorted({spec.cell_key() for _, spec in matrix})
+    return hashlib.sha256(",".join(keys).encode()).hexdigest()[:10]
+
+
+def _failed_run(spec: RunSpec, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
+                started_at: str, run_dir: Path, label) -> Run:
+    files = tuple(sorted(p.name for p in run_dir.iterdir() if p.is_file() and p.name != "run.json"))
+    record = Run(id=run_id, params=spec.params(repeat), metrics={}, metadata={}, status="failed",
+                 error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
+                 started_at=started_at, finished_at=_now(), files=files)
+    save(record, run_dir)
+    return record
+
+
+def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, duration="30s",
+            warmup="10s", timeout="10s", threads=None, load="duration", users=None, loops=None, rates=None,
+            driver=None, order="interleaved", restart="each-run", seed=None, baseline=None, backend="local",
+            server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, results_dir=None,
+            progress=True, allow_remote=False, label=None, **backend_options):
+    """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
+
+    Each finished run is on disk (``results_dir/<run>/run.json``) before the next starts. Calling again
+    with the same parameters and ``results_dir`` runs only the missing (or failed) runs, so an
+    interrupted comparison, by Ctrl-C, a crash or a killed kernel, resumes where it stopped. A run that
+    fails is recorded as failed and the others go on.
+
+    Parameters
+    ----------
+    servers : the servers to compare; the first is the baseline unless ``baseline`` names another
+    scenarios, connections : lists; with ``load="count"`` pair ``users`` and ``loops`` lists instead, and
+        with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep
+    order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
+    restart : "each-run" (a fresh server every run, the default) or "never" (each server started once)
+
+    Example
+    -------
+    >>> import benchlab
+    >>> suite = benchlab.compare(["spring-tomcat", "spring-jetty"], repeats=3,
+    ...                          duration="10s", warmup="5s")              # doctest: +SKIP
+    >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
+    """
+    from .progress import Progress
+    from .results import Suite, read
+
+    if restart not in RESTARTS:
+        raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
+    matrix = plan(servers, scenarios, connections, repeats, order=order, seed=seed, load=load, users=users,
+                  loops=loops, rates=rates, duration=duration, warmup=warmup, timeout=timeout, threads=threads,
+                  driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus,
+                  jvm_opts=jvm_opts, java=java, memory=memory, allow_remote=allow_remote,
+                  backend_options=backend_options)
+    names = list(dict.fromkeys(spec.server.name for _, spec in matrix))
+    if baseline is not None:
+        baseline = servers_module.get(baseline).name if baseline not in names else baseline
+        if baseline not in names:
+            raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
+    suite_id = _suite_id(matrix)
+    base = Path(results_dir) if results_dir else home.results_dir() / f"compare-{suite_id}"
+    base.mkdir(parents=True, exist_ok=True)
+
+    bar = Progress([spec.load.warmup + spec.load.planned_seconds for _, spec in matrix], enabled=progress)
+    records: list[Run] = []
+    shared: dict[str, object] = {}
+    try:
+        for repeat, spec in matrix:
+            key = spec.cell_key()
+            run_id = f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{_load_tag(spec)}-r{repeat}-{key[:8]}"
+            run_dir = base / run_id
+            done = run_dir / "run.json"
+            if done.exists():
+                previous = read(done)
+                if previous.status == "ok":
+                    records.append(previous)
+                    bar.finish(ran=False)
+                    continue
+            if run_dir.exists():  # an unfinished or failed attempt: start that run again, clean
+                for leftover in run_dir.iterdir():
+                    if leftover.is_file():
+                        leftover.unlink()
+            bar.start(f"{spec.server.name} {spec.scenario.name} {_load_tag(spec)} r{repeat}")
+            started_at = _now()
+            try:
+                instance = _shared_instance(shared, spec, base) if restart == "never" else None
+                records.append(execute(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite_id, label=label,
+                                       key=key, on_phase=bar.phase, instance=instance))
+            except (ServerError, VerifyError, LoadError) as exc:
+                records.append(_failed_run(spec, run_id, repeat, suite_id, key, exc, started_at, run_dir, label))
+                import sys
+
+                print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+            bar.finish()
+    finally:
+        for instance in shared.values():
+            instance.stop()
+        bar.close()
+    return Suite(records, baseline=baseline or names[0], path=str(base))
+
+
+def _shared_instance(shared: dict, spec: RunSpec, base: Path):
+    """restart="never": each server is started once, on its cores, and kept for all its runs."""
+    name = spec.server.name
+    if name not in shared:
+        servers.ensure_built(spec.server)
+        backend = backends.get(spec.backend, **spec.backend_options)
+        port = spec.port or spec.server.port or backends.free_port()
+        launch = backends.Launch(run_id=f"shared-{name}", port=port, cpus=spec.server_cpus,
+                                 log_path=base / f"{name}.server.log", jvm_opts=spec.jvm_opts, java=spec.java,
+                                 memory=spec.memory)
+        shared[name] = backend.start(spec.server, launch)
+    return shared[name]

@@ -129,6 +129,63 @@ def cmd_run(args) -> int:
     return 0
 
 
+def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
+    """The summary, the verdicts and the flags of a suite, for a terminal."""
+    import pandas as pd
+
+    from .stats import CELL
+
+    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
+        summary = suite.summary(metrics)
+        keep = [c for c in CELL if c in summary and summary[c].nunique(dropna=True) > 1]
+        shown = summary[[*keep, "server", "metric", "n", "mean", "ci_low", "ci_high", "cv", "ratio", "flags"]].copy()
+        latency = shown["metric"] != "rps"
+        for column in ("mean", "ci_low", "ci_high"):
+            shown[column] = shown[column].astype(float)
+            shown.loc[latency, column] *= 1000.0
+        shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
+        print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        print()
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
+        print()
+        print("per-run requests/s:")
+        print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
+        print()
+        for verdict in suite.verdicts("rps")["verdict"]:
+            print("  " + verdict)
+        for verdict in suite.verdicts("p99")["verdict"]:
+            print("  " + verdict)
+        flags = suite.flags()
+        if len(flags):
+            print()
+            print("flags:")
+            for _, flag in flags.iterrows():
+                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
+                print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+
+
+def cmd_compare(args) -> int:
+    from .api import compare
+
+    options = _common(args)
+    suite = compare(_csv(args.servers), scenarios=_csv(args.scenarios),
+                    connections=_ints(args.connections), repeats=args.repeats, order=args.order, seed=args.seed,
+                    restart=args.restart, baseline=args.baseline,
+                    users=_ints(args.users_list) if args.users_list else options.pop("users"),
+                    loops=_ints(args.loops_list) if args.loops_list else options.pop("loops"),
+                    rates=_floats(args.rates) if args.rates else None,
+                    **{k: v for k, v in options.items() if k not in ("scenario", "users", "loops")})
+    print_suite(suite)
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .results import load
+
+    print_suite(load(*args.paths, baseline=args.baseline))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchlab", description="Compare web servers under load.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -144,6 +201,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=None, help="rate model: requests per second")
     _load_options(p)
     p.set_defaults(func=cmd_run)
+
+    from .images import image_command
+
+    image_command(sub)
+    p = sub.add_parser("compare", help="compare servers: repeated, interleaved runs and statistics")
+    p.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
+    p.add_argument("--scenarios", default="hello")
+    p.add_argument("--connections", default="200", help="one or more, comma separated")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"])
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--restart", default="each-run", choices=["each-run", "never"])
+    p.add_argument("--baseline", default=None)
+    p.add_argument("--users-list", default=None, help="count model: users per cell, e.g. 100,1000")
+    p.add_argument("--loops-list", default=None, help="count model: loops per cell, e.g. 1000,100")
+    p.add_argument("--rates", default=None, help="rate model: requests/s per cell, e.g. 500,1000,2000")
+    _load_options(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("show", help="print the summary, verdicts and flags of stored results")
+    p.add_argument("paths", nargs="+", help="results directories")
+    p.add_argument("--baseline", default=None)
+    p.set_defaults(func=cmd_show)
 
     for extend in _EXTENSIONS:
         extend(sub)

@@ -87,7 +87,7 @@ class Run:
         if self.status not in ("ok", "failed"):
             raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
         if self.status == "ok":
-            rps = self.metrics.get("rps")
+            rps = self.metrics.get("rps") if self.metrics else None
             if rps is None or rps < 0:
                 raise ValueError(f"run {self.id}: a finished run needs rps >= 0, not {rps!r}")
         if not self.id:
@@ -248,3 +248,84 @@ def frame(runs: Iterable[Run]):
 
     rows = [r.row() for r in runs]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+class Suite:
+    """The runs of a comparison, with the statistics over them.
+
+    ``runs`` is the tidy frame (one row per run, :data:`COLUMNS`), ``samples`` the CPU and memory
+    samples of every run. ``summary()``, ``verdicts()``, ``table()`` and ``flags()`` read only those.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> suite = benchlab.load("data/results")           # doctest: +SKIP
+    >>> suite.verdicts()["verdict"].tolist()            # doctest: +SKIP
+    """
+
+    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
+        self.records: tuple[Run, ...] = tuple(runs)
+        self.path = path
+        self.runs = frame(self.records)
+        servers = list(dict.fromkeys(self.runs["server"]))
+        if baseline is not None and baseline not in servers:
+            from .errors import UsageError
+
+            raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(map(str, servers))}")
+        self.baseline = baseline or (servers[0] if servers else None)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        ok = int((self.runs["status"] == "ok").sum())
+        return f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}>"
+
+    def __add__(self, other: "Suite | Iterable[Run]") -> "Suite":
+        more = other.records if isinstance(other, Suite) else tuple(other)
+        return Suite([*self.records, *more], baseline=self.baseline)
+
+    @property
+    def samples(self):
+        import pandas as pd
+
+        frames = [r.samples_frame() for r in self.records if r.samples]
+        if not frames:
+            return pd.DataFrame(columns=["id", "server", "t", "role", "cpu", "rss"])
+        return pd.concat(frames, ignore_index=True)
+
+    def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None):
+        """Per-cell statistics; see :func:`benchlab.stats.summary`."""
+        from . import stats
+
+        return stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
+                             baseline=baseline or self.baseline)
+
+    def verdicts(self, metric: str = "rps", baseline: str | None = None, **options):
+        """Pairwise comparisons; see :func:`benchlab.stats.verdicts`."""
+        from . import stats
+
+        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, **options)
+
+    def table(self, metric: str = "rps"):
+        """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.stats.table`."""
+        from . import stats
+
+        return stats.table(self.runs, metric=metric)
+
+    def flags(self):
+        """Noise and validity flags per run and per cell; see :func:`benchlab.stats.flags`."""
+        from . import stats
+
+        return stats.flags(self.runs)
+
+
+def load(*paths: str | Path, baseline: str | None = None) -> Suite:
+    """Read one or more results directories back into a :class:`Suite`.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> benchlab.load("data/results").summary()   # doctest: +SKIP
+    """
+    return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)

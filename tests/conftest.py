@@ -1,0 +1,53 @@
+"""Shared fixtures. Integration tests use real servers, real load tools and real engines: nothing is mocked."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+CAPTURES = Path(__file__).parent / "captures"
+
+
+def benchlab_jvms() -> list[psutil.Process]:
+    """Running JVMs started from a benchlab jar."""
+    found = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if "java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline:
+            found.append(proc)
+    return found
+
+
+@pytest.fixture(scope="session")
+def jars():
+    """The three server jars, built once (skipped by Maven's stamp when servers/ is unchanged)."""
+    import benchlab
+
+    return benchlab.build()["jars"]
+
+
+@pytest.fixture
+def no_jvm_left():
+    """Fails the test if a benchlab JVM it started is still running when it ends."""
+    before = {p.pid for p in benchlab_jvms()}
+    yield
+    deadline = time.monotonic() + 10
+    while True:
+        left = [p for p in benchlab_jvms() if p.pid not in before]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, f"JVMs left running: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def capture():
+    return lambda name: (CAPTURES / name).read_text()
+
+
+def pytest_configure(config):
+    os.environ.setdefault("BENCHLAB_RESULTS", str(Path(config.rootpath) / "data" / "results" / "tests"))

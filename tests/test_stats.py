@@ -1,0 +1,202 @@
+"""Statistics on data with known answers, the interleaving order, and every flag (unit tests)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from benchlab import api, stats
+from benchlab.errors import UsageError
+from benchlab.results import COLUMNS
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    base = {c: None for c in COLUMNS}
+    base.update(status="ok", scenario="hello", load="duration", driver="wrk", connections=10, load_cores=1,
+                errors_total=0, server_cpus="0", load_cpus="1")
+    out = []
+    for i, row in enumerate(rows):
+        r = dict(base, id=f"run{i}", **row)
+        out.append(r)
+    return pd.DataFrame(out, columns=list(COLUMNS))
+
+
+def repeats(server: str, rps: list[float], **extra) -> list[dict]:
+    return [dict(server=server, rps=v, repeat=i + 1, p50=10 / v, p99=0.01, **extra) for i, v in enumerate(rps)]
+
+
+def test_describe_known_answers():
+    d = stats.describe([10.0, 11.0, 12.0])
+    assert (d["n"], d["mean"], d["median"], d["min"], d["max"]) == (3, 11.0, 11.0, 10.0, 12.0)
+    assert d["stdev"] == pytest.approx(1.0)
+    assert d["cv"] == pytest.approx(1 / 11)
+    # t(0.975, 2) = 4.3027; half-width = 4.3027 * 1 / sqrt(3) = 2.4841
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx((8.5159, 13.4841), abs=1e-3)
+    assert d["ci_method"] == "t"
+
+
+def test_bootstrap_from_ten_repeats():
+    values = [100.0 + i for i in range(12)]
+    low, high, method = stats.mean_ci(values)
+    assert method == "bootstrap"
+    assert low < sum(values) / 12 < high
+    assert stats.mean_ci(values) == (low, high, method), "a fixed seed makes the interval repeatable"
+
+
+def test_single_run_has_no_interval():
+    d = stats.describe([5.0])
+    assert d["n"] == 1 and math.isnan(d["ci_low"]) and d["ci_method"] == "none"
+
+
+def test_ratio_interval_contains_the_ratio():
+    ratio, low, high = stats.ratio_ci([178, 180, 176], [100, 101, 99])
+    assert ratio == pytest.approx(1.78)
+    assert low < 1.78 < high and low > 1.7 and high < 1.86
+
+
+def test_test_choice_follows_what_can_reach_alpha():
+    assert stats.test_difference([1, 2, 3], [4, 5, 6])[0] == "Welch t"          # 3 v 3: MWU min p = 0.1
+    test, p = stats.test_difference([1, 2, 3, 4], [5, 6, 7, 8])
+    assert test == "Mann-Whitney" and p == pytest.approx(2 / 70)
+
+
+def test_verdicts_separate_difference_from_noise():
+    runs = frame(repeats("tomcat", [100, 101, 99]) + repeats("jetty", [178, 180, 176])
+                 + repeats("undertow", [90, 112, 101]))
+    v = stats.verdicts(runs, baseline="tomcat").set_index("server")
+    assert v.loc["jetty", "significant"] and v.loc["jetty", "better"]
+    assert v.loc["jetty", "verdict"].startswith("jetty vs tomcat: +78% rps [")
+    assert "significant (Welch t p=" in v.loc["jetty", "verdict"]
+    assert not v.loc["undertow", "significant"]
+    assert "not distinguishable at 3 repeats" in v.loc["undertow", "verdict"]
+
+
+def test_lower_latency_is_better():
+    rows = [dict(server="a", rps=100, p99=v, repeat=i) for i, v in enumerate([0.010, 0.011, 0.010, 0.012])]
+    rows += [dict(server="b", rps=100, p99=v, repeat=i) for i, v in enumerate([0.005, 0.005, 0.006, 0.005])]
+    v = stats.verdicts(frame(rows), metric="p99", baseline="a").iloc[0]
+    assert v["significant"] and v["better"] and v["test"] == "Mann-Whitney"
+
+
+def test_summary_has_ratios_and_flags():
+    runs = frame(repeats("tomcat", [100, 101, 99]) + repeats("jetty", [178, 250, 120]))
+    s = stats.summary(runs, metrics=("rps",), baseline="tomcat").set_index("server")
+    assert s.loc["tomcat", "ratio"] == 1.0
+    assert s.loc["jetty", "ratio"] == pytest.approx(182.667 / 100, rel=1e-3)
+    assert "high_cv" in s.loc["jetty", "flags"] and s.loc["tomcat", "flags"] == ""
+
+
+def test_unknown_baseline():
+    with pytest.raises(UsageError, match="unknown baseline"):
+        stats.summary(frame(repeats("a", [1.0])), baseline="b")
+
+
+def test_table_layout():
+    runs = frame(repeats("tomcat", [86845.68, 96100.71, 90682.52]) + repeats("jetty", [153280.57, 166991.19]))
+    t = stats.table(runs, "rps")
+    assert list(t.columns[:4]) == ["run 1", "run 2", "run 3", "mean"]
+    assert t.loc["tomcat", "mean"] == pytest.approx((86845.68 + 96100.71 + 90682.52) / 3)
+    assert math.isnan(t.loc["jetty", "run 3"])
+
+
+def flagged(rows: list[dict]) -> set[str]:
+    return set(stats.flags(frame(rows))["flag"])
+
+
+def test_flag_high_cv():
+    assert "high_cv" in flagged(repeats("a", [100, 120, 80]))
+    assert "high_cv" not in flagged(repeats("a", [100, 101, 99]))
+
+
+def test_flag_tail_instability_the_6_to_234_ms_case():
+    rows = repeats("jetty", [160, 165, 170])
+    for row, p99 in zip(rows, [0.0224, 0.23401, 0.00604]):
+        row["p99"] = p99
+    flags = stats.flags(frame(rows))
+    explanation = flags[flags.flag == "tail_unstable"]["explanation"].iloc[0]
+    assert "38.7x" in explanation and "6.04 ms to 234.01 ms" in explanation
+
+
+def test_flag_errors():
+    assert "errors" in flagged([dict(server="a", rps=100, p50=0.1, errors_total=3)])
+
+
+def test_flag_generator_bound():
+    assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0)])
+    assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,
+                                                  load_cores=2)])
+
+
+def test_flag_littles_law():
+    # 100 connections at 1000 req/s means 100 ms in flight; a 5 ms p50 cannot be.
+    assert "littles_law" in flagged([dict(server="a", rps=1000, p50=0.005, connections=100)])
+    assert "littles_law" not in flagged([dict(server="a", rps=1000, p50=0.09, connections=100)])
+
+
+def test_flag_delayed_ack():
+    assert "delayed_ack" in flagged([dict(server="a", rps=25, p50=0.040, connections=1, server_cpu_mean=3.0)])
+    assert "delayed_ack" not in flagged([dict(server="a", rps=25, p50=0.040, connections=1,
+                                              server_cpu_mean=95.0)])
+
+
+def test_flag_rate_shortfall_and_shared_cores():
+    assert "rate_shortfall" in flagged([dict(server="a", load="rate", rps=800, target_rps=1000, p50=0.001)])
+    assert "shared_cores" in flagged([dict(server="a", rps=100, p50=0.1, server_cpus="0-1", load_cpus="1")])
+
+
+def test_failed_cells_are_reported():
+    rows = [dict(server="a", status="failed", error="ServerError: boom", rps=None)] * 2
+    rows += repeats("b", [100, 101])
+    flags = stats.flags(frame(rows))
+    assert set(flags[flags.server == "a"]["flag"]) == {"failed", "all_failed"}
+    assert "boom" in flags[flags.flag == "failed"]["explanation"].iloc[0]
+
+
+def test_every_flag_has_one_line():
+    assert all("\n" not in text for text in stats.FLAGS.values())
+
+
+# --- the order of a comparison (no server is started: plan() only resolves the matrix) ---------------
+
+SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
+
+
+def names(matrix):
+    return [spec.server.name.removeprefix("spring-")[0].upper() for _, spec in matrix]
+
+
+def test_interleaved_order_is_abcabc():
+    matrix = api.plan(SERVERS, ["hello"], [10], repeats=3, duration="1s", warmup=0)
+    assert "".join(names(matrix)) == "TJUTJUTJU"
+    assert [r for r, _ in matrix] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+
+
+def test_shuffled_order_is_seeded_and_blocked():
+    a = api.plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, duration="1s")
+    b = api.plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, duration="1s")
+    assert names(a) == names(b)
+    for block in range(4):
+        assert sorted(names(a)[block * 3:block * 3 + 3]) == ["J", "T", "U"], "every repeat holds every server"
+
+
+def test_matrix_covers_every_cell():
+    matrix = api.plan(SERVERS[:2], ["hello", "json"], [16, 64], repeats=2, duration="1s")
+    assert len(matrix) == 2 * 2 * 2 * 2
+    cells = {(s.server.name, s.scenario.name, s.load.connections, r) for r, s in matrix}
+    assert len(cells) == 16
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(servers=[]), "servers is empty"),
+    (dict(repeats=0), "repeats must be"),
+    (dict(order="grouped"), "unknown order"),
+    (dict(servers=["spring-tomcat", "spring-tomcat"]), "twice"),
+    (dict(load="rate"), "rates="),
+])
+def test_bad_compare_input(kwargs, message):
+    options = dict(servers=SERVERS, scenarios=["hello"], connections=[10], repeats=1)
+    options.update(kwargs)
+    with pytest.raises(UsageError, match=message):
+        api.plan(**options)

@@ -1,0 +1,163 @@
+"""Durations, load settings, cores, storage and the public face (unit tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import benchlab
+from benchlab import cores
+from benchlab.errors import ResultsError, UsageError
+from benchlab.load import Load, parse_duration
+from benchlab.results import FORMAT_VERSION, Run, load_runs, read, save
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30), ("2m", 120), ("500ms", 0.5), ("1h", 3600), (15, 15),
+                                           ("1.5s", 1.5), ("7", 7)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["30x", "", "s", "-1s", True])
+def test_bad_duration_is_one_line(bad):
+    with pytest.raises(UsageError) as info:
+        parse_duration(bad)
+    assert "\n" not in str(info.value) and "30s" in str(info.value)
+
+
+def test_connections_fewer_than_threads():
+    with pytest.raises(UsageError, match="at least threads"):
+        Load(connections=2, threads=4)
+
+
+def test_count_and_rate_models():
+    assert Load.count(users=100, loops=1000).requests == 100_000
+    assert Load.count(users=100, loops=1000).connections == 100
+    with pytest.raises(UsageError, match="users x loops"):
+        Load.count(users=0, loops=10)
+    with pytest.raises(UsageError, match="rate must be more than 0"):
+        Load.constant_rate(0)
+    with pytest.raises(UsageError, match="unknown load model"):
+        Load(model="spike")
+
+
+def test_cores_parse_and_format():
+    assert cores.format_cpus([0, 1, 2, 5]) == "0-2,5"
+    assert cores.parse_cpus("0") == (0,)
+    with pytest.raises(UsageError, match="does not have"):
+        cores.parse_cpus("999")
+    with pytest.raises(UsageError, match="give cores"):
+        cores.parse_cpus("a-b")
+
+
+def test_default_split_gives_each_side_its_own_cores():
+    server, load = cores.default_split()
+    if len(cores.available()) > 1:
+        assert not set(server) & set(load)
+        assert set(server) | set(load) == set(cores.available())
+
+
+def _run(run_id="r1", **metrics) -> Run:
+    return Run(id=run_id, params={"server": "spring-tomcat", "scenario": "hello", "connections": 10,
+                                  "server_cpus": [0], "load_cpus": [1], "jvm_opts": ["-Xmx1g"]},
+               metrics={"rps": 100.0, "p99": 0.01, **metrics}, metadata={"server": {"server": "tomcat"}},
+               samples=((0.25, "server", 95.0, 1e8),), started_at="2026-01-01T00:00:00+00:00")
+
+
+def test_run_round_trip(tmp_path):
+    run = _run()
+    save(run, tmp_path)
+    again = read(tmp_path / "run.json")
+    assert again == run
+    row = again.to_frame().iloc[0]
+    assert row["server_cpus"] == "0" and row["jvm_opts"] == "-Xmx1g" and row["server_impl"] == "tomcat"
+    assert list(again.samples_frame().columns) == ["id", "server", "t", "role", "cpu", "rss"]
+    assert not list(tmp_path.glob(".*tmp")), "the atomic write leaves no temporary file"
+
+
+def test_run_checks_its_fields():
+    with pytest.raises(ValueError):
+        Run(id="x", params={}, metrics={"rps": -1}, metadata={})
+    with pytest.raises(ValueError):
+        Run(id="x", params={}, metrics={}, metadata={}, status="maybe")
+
+
+def test_newer_format_is_refused(tmp_path):
+    doc = _run().to_json()
+    doc["version"] = FORMAT_VERSION + 1
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    with pytest.raises(ResultsError, match="newer benchlab"):
+        read(tmp_path / "run.json")
+
+
+def test_empty_results_directory(tmp_path):
+    with pytest.raises(ResultsError, match="no runs under"):
+        load_runs(tmp_path)
+    with pytest.raises(ResultsError, match="no results at"):
+        load_runs(tmp_path / "missing")
+
+
+def test_unfinished_run_directory_is_ignored(tmp_path):
+    save(_run("done"), tmp_path / "done")
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / "server.log").write_text("killed")
+    assert [r.id for r in load_runs(tmp_path)] == ["done"]
+
+
+def test_import_wrk_compares_alongside(capture, tmp_path):
+    run = benchlab.import_wrk(capture("wrk_text_jetty.txt"), server="spring-jetty", label="old logs",
+                              results_dir=tmp_path)
+    assert run.params["connections"] == 50 and run.params["threads"] == 2 and run.params["duration"] == 3
+    suite = benchlab.load(tmp_path)
+    assert suite.runs.loc[0, "rps"] == pytest.approx(281.19)
+    assert (tmp_path / run.id / "wrk.out").exists()
+
+
+def test_published_figures():
+    wrk = benchlab.importers.published("wrk")
+    jetty = wrk[(wrk.server == "spring-jetty") & (wrk.metric == "p99")]["value"].tolist()
+    assert jetty == [22.40, 234.01, 6.04]
+    jmeter = benchlab.importers.published("jmeter")
+    assert len(jmeter[(jmeter.users == 1000) & (jmeter.run == "mean")]) == 3
+
+
+def test_public_names_are_exported():
+    for name in benchlab.__all__:
+        assert hasattr(benchlab, name), name
+    assert {"run", "compare", "load", "Server", "Load", "Suite", "BenchlabError"} <= set(benchlab.__all__)
+    assert all(issubclass(getattr(benchlab, n), benchlab.BenchlabError) for n in benchlab.__all__
+               if n.endswith("Error") or n == "ToolMissing")
+
+
+def test_loopback_guard():
+    from benchlab.servers import check_loopback
+
+    check_loopback("http://127.0.0.1:80/")
+    check_loopback("http://127.5.5.5:80/")
+    check_loopback("http://[::1]:80/")
+    for url in ("http://10.0.0.1:80/", "http://192.168.1.1:80/", "http://example.com/"):
+        with pytest.raises(UsageError, match="allow_remote=True"):
+            check_loopback(url)
+    check_loopback("http://10.0.0.1:80/", allow_remote=True)  # allowed, and nothing is sent here
+
+
+def test_unknown_server_and_scenario_name_the_choices():
+    with pytest.raises(UsageError, match="spring-tomcat, spring-jetty, spring-undertow"):
+        benchlab.servers.get("nginx")
+    with pytest.raises(UsageError, match="hello, json, reflect, sleep, echo"):
+        benchlab.servers.scenario("hi")
+
+
+def test_from_url_refuses_remote_without_permission():
+    with pytest.raises(UsageError, match="allow_remote"):
+        benchlab.api.prepare(benchlab.Server.from_url("http://192.168.0.10:8080/hello"))
+
+
+def test_from_command_needs_a_port():
+    with pytest.raises(UsageError, match="port"):
+        benchlab.Server.from_command(["./server"])
+    assert benchlab.Server.from_command(["./server", "--port", "{port}"]).argv(81) == ["./server", "--port", "81"]
+
+
