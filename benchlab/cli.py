@@ -225,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default=None)
     p.set_defaults(func=cmd_show)
 
+    from .report import add_commands as report_commands  # benchlab report, benchlab batch
+
+    report_commands(sub)
     for extend in _EXTENSIONS:
         extend(sub)
     return parser
