@@ -1,0 +1,111 @@
+"""h2load (nghttp2): a closed loop of a fixed request count, ``users`` x ``loops`` over HTTP/1.1.
+
+Its traps, handled here: it exits 0 even when every connection is refused, so the parser checks its
+counts (succeeded against requested, errored, failed) and raises :class:`LoadError`; its
+``--warm-up-time`` leaves warm-up bytes in the traffic counters, so it is never passed (the ``count``
+model has no warm-up phase). Latencies come from its per-request log (``--log-file``: start time in
+microseconds since the epoch, status, microseconds until the end of the response), one row per request.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .. import process
+from ..errors import LoadError, UsageError
+from . import latency, version_of
+
+_REQUESTS = re.compile(
+    r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, "
+    r"(\d+) timeout")
+_TRAFFIC = re.compile(r"traffic: \S+ \((\d+)\) total")
+_FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s)")
+_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def log_path(workdir: Path, phase: str) -> Path:
+    return Path(workdir) / f"h2load-{phase}.log"
+
+
+class H2load:
+    name = "h2load"
+    models = ("count",)
+    install = "apt-get install nghttp2-client (or bash .ci/install-drivers.sh)"
+
+    def __init__(self) -> None:
+        self.phase = "measure"  # command() notes it, so parse() reads that phase's log
+
+    def executable(self) -> str:
+        return process.require("h2load", self.install)
+
+    def version(self) -> str:
+        return version_of([self.executable(), "--version"], "h2load")
+
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
+        if load.model != "count":
+            raise UsageError(f"h2load offers a 'count' load (users x loops), not {load.model!r}: use wrk or vegeta")
+        self.phase = phase
+        users, requests = load.users, load.users * load.loops
+        argv = [
+            self.executable(), "--h1",
+            "-n", str(requests),
+            "-c", str(users),
+            "-t", str(max(1, min(load.threads, users))),
+            f"--connection-inactivity-timeout={load.timeout:g}s",
+            f"--log-file={log_path(workdir, phase)}",
+        ]
+        if scenario.method not in ("GET", "POST"):
+            raise UsageError(f"h2load sends GET or POST, not {scenario.method}: use driver='jmeter' for it")
+        if scenario.method == "POST":
+            body = Path(workdir) / "h2load-body.bin"
+            body.write_bytes(scenario.body or b"")
+            argv += ["-d", str(body)]
+        if scenario.content_type:
+            argv += ["-H", f"Content-Type: {scenario.content_type}"]
+        return [*argv, url + scenario.path]
+
+    def parse(self, stdout: str, workdir: Path) -> dict:
+        log = log_path(workdir, self.phase)
+        return parse(stdout, log.read_text() if log.exists() else "")
+
+
+def parse(stdout: str, log: str) -> dict:
+    """Metrics, in seconds and bytes, from h2load's summary (counts, bytes) and its per-request log."""
+    counts = _REQUESTS.search(stdout)
+    if not counts:
+        raise LoadError("h2load printed no 'requests: N total, ...' summary: it did not run")
+    total, started, done, succeeded, failed, errored, timeout = map(int, counts.groups())
+    if succeeded == 0:
+        why = "connection refused - is the server listening there?" if started == 0 else "see its output"
+        raise LoadError(f"h2load completed none of {total} requests ({errored} errored, {failed} failed): {why}")
+    if done + errored < total:
+        raise LoadError(f"h2load stopped early: {done} of {total} requests done, {errored} errored")
+    rows = [line.split("\t") for line in log.splitlines() if line.strip()]
+    if len(rows) < done:
+        raise LoadError(f"h2load's log has {len(rows)} rows for {done} requests done: the log is incomplete")
+    us = 1e-6
+    starts = [int(r[0]) for r in rows]
+    ends = [int(r[0]) + int(r[2]) for r in rows]
+    elapsed = (max(ends) - min(starts)) * us
+    finished = _FINISHED.search(stdout)
+    if elapsed <= 0 and finished:
+        elapsed = float(finished.group(1)) * _UNIT[finished.group(2)]
+    traffic = _TRAFFIC.search(stdout)
+    received = int(traffic.group(1)) if traffic else 0
+    not_started = total - started
+    metrics = {
+        "requests": done,
+        "bytes": received,
+        "elapsed_s": elapsed,
+        "rps": done / elapsed if elapsed > 0 else 0.0,
+        "bytes_per_request": received / done if done else None,
+        **latency.summary([int(r[2]) * us for r in rows]),
+        "errors_connect": not_started,
+        "errors_read": max(0, errored - not_started - timeout),
+        "errors_write": 0,
+        "errors_status": done - succeeded,
+        "errors_timeout": timeout,
+        "target_rps": None,
+    }
+    return metrics

@@ -1,0 +1,37 @@
+"""The latency fields of a result, computed from every request's latency (h2load's log, JMeter's JTL)."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+#: The percentile fields and the percentile each stands for.
+PERCENTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile of ``ordered`` (sorted ascending, not empty)."""
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summary(seconds: Sequence[float]) -> dict:
+    """lat_min, lat_mean, lat_stdev, lat_max and p50..p9999 of per-request latencies in seconds.
+
+    >>> summary([0.001, 0.002, 0.003, 0.004])["p50"]
+    0.002
+    """
+    if not seconds:
+        return {"lat_min": None, "lat_mean": None, "lat_stdev": None, "lat_max": None,
+                **{name: None for name in PERCENTILES}}
+    ordered = sorted(seconds)
+    n = len(ordered)
+    mean = math.fsum(ordered) / n
+    stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in ordered) / (n - 1)) if n > 1 else 0.0
+    return {
+        "lat_min": ordered[0],
+        "lat_mean": mean,
+        "lat_stdev": stdev,
+        "lat_max": ordered[-1],
+        **{name: percentile(ordered, q) for name, q in PERCENTILES.items()},
+    }
