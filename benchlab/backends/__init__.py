@@ -33,6 +33,7 @@ class Launch:
     host: str = "127.0.0.1"
     startup_timeout: float = 90.0
     options: dict = field(default_factory=dict)
+    allow_remote: bool = False  # a backend may then run the server on another machine (docker_host=)
 
 
 class Instance(Protocol):
