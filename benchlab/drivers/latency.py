@@ -11,7 +11,8 @@ PERCENTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9,
 
 def percentile(ordered: Sequence[float], q: float) -> float:
     """The nearest-rank ``q``-th percentile of ``ordered`` (sorted ascending, not empty)."""
-    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    # round() first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, whose ceiling is 1000.
+    rank = max(1, math.ceil(round(q * len(ordered) / 100.0, 9)))
     return ordered[min(rank, len(ordered)) - 1]
 
 

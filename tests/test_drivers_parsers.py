@@ -1,0 +1,200 @@
+"""The h2load, JMeter and vegeta parsers on output captured from real runs (tests/captures/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlab.drivers import h2load, jmeter, latency, vegeta
+from benchlab.errors import LoadError, UsageError
+from benchlab.load import Load
+from benchlab.results import METRICS
+from benchlab.servers import SCENARIOS
+
+CAPTURES = Path(__file__).parent / "captures"
+PERCENTILES = ("p50", "p75", "p90", "p99", "p999", "p9999")
+
+
+def text(name: str) -> str:
+    return (CAPTURES / name).read_text()
+
+
+def assert_sane(metrics: dict) -> None:
+    assert set(METRICS) <= set(metrics)
+    assert metrics["requests"] > 0 and metrics["rps"] > 0 and metrics["elapsed_s"] > 0
+    values = [metrics["lat_min"], *(metrics[p] for p in PERCENTILES), metrics["lat_max"]]
+    assert values == sorted(values), values
+    assert metrics["lat_min"] <= metrics["lat_mean"] <= metrics["lat_max"]
+
+
+# --- latency ------------------------------------------------------------------------------------------
+
+def test_percentiles_are_nearest_rank():
+    seconds = [i / 1000 for i in range(1, 1001)]  # 1 ms .. 1000 ms
+    s = latency.summary(seconds)
+    assert s["p50"] == 0.5 and s["p99"] == 0.99 and s["p999"] == 0.999 and s["p9999"] == 1.0
+    assert s["lat_min"] == 0.001 and s["lat_max"] == 1.0 and s["lat_mean"] == pytest.approx(0.5005)
+    assert latency.summary([0.002])["lat_stdev"] == 0.0
+
+
+# --- h2load -------------------------------------------------------------------------------------------
+
+def test_h2load_counts_bytes_and_log_percentiles():
+    m = h2load.parse(text("h2load-hello.out"), text("h2load-hello.log"))
+    assert_sane(m)
+    assert m["requests"] == 1000 and m["bytes"] == 186000 and m["bytes_per_request"] == 186
+    assert m["errors_status"] == m["errors_connect"] == m["errors_timeout"] == 0
+    assert 2.0e-3 <= m["lat_min"] and m["lat_max"] <= 111.5e-3  # the summary said 2.15 ms .. 111.49 ms
+    assert m["lat_mean"] == pytest.approx(31.35e-3, rel=0.01)
+    assert m["rps"] == pytest.approx(1000 / m["elapsed_s"])
+
+
+def test_h2load_post():
+    m = h2load.parse(text("h2load-echo.out"), text("h2load-echo.log"))
+    assert_sane(m)
+    assert m["requests"] == 100
+
+
+def test_h2load_refused_everywhere_is_an_error_though_it_exits_0():
+    with pytest.raises(LoadError, match="connection refused"):
+        h2load.parse(text("h2load-refused.out"), "")
+
+
+def test_h2load_incomplete_log_and_no_summary():
+    with pytest.raises(LoadError, match="log has 10 rows for 1000"):
+        h2load.parse(text("h2load-hello.out"), "\n".join(text("h2load-hello.log").splitlines()[:10]))
+    with pytest.raises(LoadError, match="no 'requests"):
+        h2load.parse("starting benchmark...\n", "")
+
+
+def test_h2load_failed_requests_count_as_errors():
+    out = text("h2load-hello.out").replace("1000 succeeded, 0 failed", "990 succeeded, 10 failed")
+    m = h2load.parse(out, text("h2load-hello.log"))
+    assert m["errors_status"] == 10
+
+
+def test_h2load_argv(tmp_path):
+    argv = h2load.H2load().command("http://127.0.0.1:8080", SCENARIOS["echo"], Load.count(users=8, loops=10, threads=2),
+                                   phase="measure", workdir=tmp_path)
+    assert argv[1:8] == ["--h1", "-n", "80", "-c", "8", "-t", "2"]
+    assert "-d" in argv and (tmp_path / "h2load-body.bin").read_bytes() == SCENARIOS["echo"].body
+    assert "Content-Type: application/octet-stream" in argv and argv[-1] == "http://127.0.0.1:8080/echo"
+    assert not any(a.startswith("--warm-up-time") for a in argv)
+
+
+# --- JMeter -------------------------------------------------------------------------------------------
+
+def test_jmeter_jtl():
+    m = jmeter.parse(text("jmeter-hello.jtl"))
+    assert_sane(m)
+    assert m["requests"] == 500 and m["bytes_per_request"] == 186
+    assert sum(m[f"errors_{k}"] for k in ("connect", "read", "write", "status", "timeout")) == 0
+
+
+def test_jmeter_post_jtl():
+    assert jmeter.parse(text("jmeter-echo.jtl"))["requests"] == 100
+
+
+def test_jmeter_refused_is_an_error():
+    with pytest.raises(LoadError, match="no good answer to 10 requests"):
+        jmeter.parse(text("jmeter-refused.jtl"))
+
+
+def test_jmeter_errors_by_kind():
+    lines = text("jmeter-hello.jtl").splitlines()
+    refused = text("jmeter-refused.jtl").splitlines()[1]
+    timed_out = lines[2].replace(",200,OK,", ",Non HTTP response code: java.net.SocketTimeoutException,"
+                                           "Non HTTP response message: Read timed out,").replace(",true,", ",false,")
+    not_found = lines[3].replace(",200,OK,", ",404,Not Found,").replace(",true,", ",false,")
+    m = jmeter.parse("\n".join([lines[0], lines[1], refused, timed_out, not_found]))
+    assert (m["errors_connect"], m["errors_timeout"], m["errors_status"], m["requests"]) == (1, 1, 1, 4)
+
+
+def test_jmeter_empty_or_foreign_jtl():
+    with pytest.raises(LoadError, match="no rows"):
+        jmeter.parse(text("jmeter-hello.jtl").splitlines()[0] + "\n")
+    with pytest.raises(LoadError, match="lacks the columns"):
+        jmeter.parse("a,b\n1,2\n")
+
+
+def test_jmeter_plan_is_valid_and_carries_the_scenario(tmp_path):
+    xml = jmeter.plan("http://127.0.0.1:8080", SCENARIOS["echo"], Load.count(users=100, loops=1000, ramp_up=5))
+    path = tmp_path / "plan.jmx"
+    path.write_text(xml)
+    assert jmeter.check_plan(path) == path
+    assert '<intProp name="ThreadGroup.num_threads">100</intProp>' in xml
+    assert '<stringProp name="LoopController.loops">1000</stringProp>' in xml
+    assert '<intProp name="ThreadGroup.ramp_time">5</intProp>' in xml
+    assert "&quot;" not in xml and '"payload":"xxxx' in xml and ">POST<" in xml
+
+
+def test_jmeter_refuses_a_bad_plan(tmp_path):
+    for name, content, message in [
+        ("not-xml.jmx", "threads=100", "not XML"),
+        ("other.jmx", "<project/>", "not <jmeterTestPlan>"),
+        ("empty.jmx", "<jmeterTestPlan><hashTree/></jmeterTestPlan>", "no thread group"),
+    ]:
+        (tmp_path / name).write_text(content)
+        with pytest.raises(UsageError, match=message):
+            jmeter.check_plan(tmp_path / name)
+    with pytest.raises(UsageError, match="no JMeter plan"):
+        jmeter.check_plan(tmp_path / "missing.jmx")
+
+
+def test_jmeter_checks_its_jtl_exists(tmp_path):
+    driver = jmeter.JMeter()
+    with pytest.raises(LoadError, match="wrote no JTL"):
+        driver.parse("", tmp_path)
+
+
+# --- vegeta -------------------------------------------------------------------------------------------
+
+def test_vegeta_report_and_results():
+    m = vegeta.parse(text("vegeta-hello.json"), text("vegeta-hello.csv"), target_rps=200)
+    assert_sane(m)
+    assert m["requests"] == 400 and m["target_rps"] == 200 and m["rps"] == pytest.approx(200.2, abs=0.1)
+    assert m["bytes"] == 28000 and "note" not in m
+    # vegeta's own JSON quantiles (a t-digest estimate) agree with the exact ones from each result.
+    assert m["p50"] == pytest.approx(8.217891e-3, rel=0.1) and m["lat_max"] == pytest.approx(38.497979e-3)
+
+
+def test_vegeta_post():
+    m = vegeta.parse(text("vegeta-echo.json"), text("vegeta-echo.csv"), target_rps=50)
+    assert m["requests"] == 50 and m["errors_status"] == 0
+
+
+def test_vegeta_unreached_rate_is_flagged():
+    m = vegeta.parse(text("vegeta-hello.json"), text("vegeta-hello.csv"), target_rps=1000)
+    assert "below 95%" in m["note"] and m["target_rps"] == 1000
+
+
+def test_vegeta_timeouts_and_refusals():
+    with pytest.raises(LoadError, match="no good answer to 20 requests .*deadline exceeded"):
+        vegeta.parse(text("vegeta-timeout.json"), text("vegeta-timeout.csv"))
+    with pytest.raises(LoadError, match="connection refused"):
+        vegeta.parse(text("vegeta-refused.json"), text("vegeta-refused.csv"))
+    assert vegeta._error_kind(0, 'Get "x": context deadline exceeded (Client.Timeout exceeded)') == "timeout"
+    assert vegeta._error_kind(0, "dial tcp: connect: connection refused") == "connect"
+    assert vegeta._error_kind(503, "503 Service Unavailable") == "status"
+    assert vegeta._error_kind(200, "") is None
+
+
+def test_vegeta_mixed_results_count_errors_by_kind():
+    good = text("vegeta-hello.csv").splitlines()
+    bad = text("vegeta-timeout.csv").splitlines()[:3] + text("vegeta-refused.csv").splitlines()[:2]
+    report = text("vegeta-hello.json").replace('"requests":400', '"requests":405')
+    m = vegeta.parse(report, "\n".join(good + bad))
+    assert (m["errors_timeout"], m["errors_connect"], m["requests"]) == (3, 2, 405)
+
+
+def test_vegeta_argv(tmp_path):
+    driver = vegeta.Vegeta()
+    load = Load.constant_rate(12.5, duration="3s", warmup="1s")
+    argv = driver.command("http://127.0.0.1:8080", SCENARIOS["echo"], load, phase="warmup", workdir=tmp_path)
+    assert argv[1:4] == ["attack", "-rate=12500/1000s", "-duration=1s"]
+    assert argv[-1] == f"-output={tmp_path / 'vegeta-warmup.bin'}"
+    targets = (tmp_path / "vegeta-targets.txt").read_text().splitlines()
+    assert targets == ["POST http://127.0.0.1:8080/echo", "Content-Type: application/octet-stream",
+                       f"@{tmp_path / 'vegeta-body.bin'}"]
+    assert vegeta._rate_flag(500) == "500/1s"
