@@ -225,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default=None)
     p.set_defaults(func=cmd_show)
 
+    from .doctor import cmd_doctor
+
+    p = sub.add_parser("doctor", help="list the load tools and runtimes: installed, version, how to install")
+    p.set_defaults(func=cmd_doctor)
+
     from .report import add_commands as report_commands  # benchlab report, benchlab batch
 
     report_commands(sub)

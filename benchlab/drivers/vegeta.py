@@ -55,7 +55,7 @@ class Vegeta:
         raise ToolMissing(f"vegeta is not installed or not on PATH: {self.install}")
 
     def version(self) -> str:
-        return version_of([self.executable(), "-version"], "Version")
+        return "vegeta " + version_of([self.executable(), "-version"], "Version").removeprefix("Version:").strip()
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
         if load.model != "rate":
