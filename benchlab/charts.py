@@ -14,8 +14,8 @@ Conventions shared by all charts:
 - one repeat is fine: a cell with a single run has no confidence interval, so no error bar;
 - the title names the unit and the subtitle says what was measured and on what (:func:`describe`).
 
-The 95 % confidence intervals are Student-t intervals on the repeats of each cell, the same as
-:mod:`benchlab.stats` reports for few repeats, so a chart and the summary table agree.
+The 95 % confidence intervals come from :func:`benchlab.stats.mean_ci` (t below 10 repeats, bootstrap
+from 10), so a chart and the summary table agree.
 
 Example
 -------
@@ -116,20 +116,15 @@ def _with_cells(frame: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
     return frame, [label for _, label in order]
 
 
-def _interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean and Student-t confidence interval of the repeats; no interval from a single run."""
-    from scipy import stats
+def _interval(values: Iterable[float]) -> tuple[float, float, float, int]:
+    """Mean and 95 % CI of the repeats, by :func:`benchlab.stats.mean_ci`, so charts match the tables."""
+    from .stats import mean_ci
 
     kept = [v for v in (_number(x) for x in values) if v is not None]
-    n = len(kept)
-    if n == 0:
+    if not kept:
         return (math.nan, math.nan, math.nan, 0)
-    mean = sum(kept) / n
-    if n < 2:
-        return (mean, math.nan, math.nan, n)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in kept) / (n - 1))
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
-    return (mean, mean - half, mean + half, n)
+    low, high, _method = mean_ci(kept)
+    return (sum(kept) / len(kept), low, high, len(kept))
 
 
 def machine(metadata: Mapping) -> str:
