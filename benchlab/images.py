@@ -196,9 +196,25 @@ def build_base(client, *, force: bool = False) -> Image:
     found = None if force else _find(client, tag)
     if found is not None:
         return _existing(found, tag)
-    with tempfile.TemporaryDirectory(prefix="benchlab-base-") as scratch:
-        context = Path(scratch)
-        rootfs = context / "rootfs"
+    context = cache_dir() / tag.replace("/", "-").replace(":", "-")
+    if force or not (context / DOCKERFILE).exists():
+        _base_context(jdk, context)
+    version = next((line.split("=", 1)[1].strip('"') for line in (jdk / "release").read_text().splitlines()
+                    if line.startswith("JAVA_RUNTIME_VERSION=")), "unknown")
+    return _build(client, context, tag, labels={"benchlab.image": "base", "benchlab.java": version})
+
+
+def cache_dir() -> Path:
+    """Where built contexts are kept, so a second engine gets the base without running jlink again."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlab"
+
+
+def _base_context(jdk: Path, context: Path) -> None:
+    """jlink the runtime and copy its libraries into ``context/rootfs``; the directory appears whole or not at all."""
+    context.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".building-", dir=context.parent))
+    try:
+        rootfs = scratch / "rootfs"
         java_home = rootfs / "opt" / "java"
         java_home.parent.mkdir(parents=True)
         argv = [str(jdk / "bin" / "jlink"), "--add-modules", ",".join(JLINK_MODULES), *JLINK_OPTIONS,
@@ -210,11 +226,12 @@ def build_base(client, *, force: bool = False) -> Image:
         binaries = [java_home / b for b in JRE_BINARIES if (java_home / b).exists()]
         _rootfs_libraries(rootfs, shared_libraries(binaries, runtime=java_home))
         _tmp_dir(rootfs)
-        (context / DOCKERFILE).write_text(SCRATCH_DOCKERFILE.format(path="/opt/java/bin"))
-        java_version = (jdk / "release").read_text()
-        version = next((line.split("=", 1)[1].strip('"') for line in java_version.splitlines()
-                        if line.startswith("JAVA_RUNTIME_VERSION=")), "unknown")
-        return _build(client, context, tag, labels={"benchlab.image": "base", "benchlab.java": version})
+        (scratch / DOCKERFILE).write_text(SCRATCH_DOCKERFILE.format(path="/opt/java/bin"))
+        if context.exists():
+            shutil.rmtree(context)
+        scratch.rename(context)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # --- the server images ----------------------------------------------------------------------------------

@@ -420,19 +420,32 @@ class DockerBackend:
     name = "docker"
 
     def __init__(self, *, docker_host: str | None = None, base_image: str | None = None,
-                 load_in_container: bool = False, load_docker_host: str | None = None, stop_grace: float = 10.0):
+                 load_in_container: bool = False, load_docker_host: str | None = None, stop_grace: float = 10.0,
+                 **unknown):
+        if unknown:
+            raise UsageError(f"the docker backend has no option {', '.join(sorted(unknown))}: it takes docker_host, "
+                             "base_image, load_in_container, load_docker_host and stop_grace")
         self.docker_host = engine_url(docker_host)
         self.base_image = base_image
         self.load_docker_host = engine_url(load_docker_host) if load_docker_host else None
         self.load_in_container = bool(load_in_container or load_docker_host)
         self.stop_grace = stop_grace
-        self.client = connect(self.docker_host)
-        self.removed_stale = remove_stale(self.client)
+        self.removed_stale: list[str] = []
+        self._client = None
         self._load_client = None
-        self._version = self.client.version()
-        self._info = self.client.info()
+        self._version: dict = {}
+        self._info: dict = {}
         self._run_id: str | None = None
-        self._allow_remote = False
+
+    @property
+    def client(self):
+        """The server engine's client, connected on first use: the remote-engine check comes first."""
+        if self._client is None:
+            self._client = connect(self.docker_host)
+            self._version = self._client.version()
+            self._info = self._client.info()
+            self.removed_stale = remove_stale(self._client)
+        return self._client
 
     def _check_cpus(self, cpus: tuple[int, ...], role: str) -> None:
         count = int(self._info.get("NCPU") or 0)
@@ -452,6 +465,7 @@ class DockerBackend:
         check_engine(self.docker_host, allow_remote=launch.allow_remote)
         if self.load_docker_host:
             check_engine(self.load_docker_host, allow_remote=launch.allow_remote, role="load")
+        self.client  # noqa: B018 - connect now, after the checks that need no engine
         self._check_cpus(launch.cpus, "server")
         parse_memory(launch.memory)
         image = images.build_server(self.client, server, base_image=self.base_image)
@@ -460,7 +474,6 @@ class DockerBackend:
         if remote is None:
             check_port_free(launch.port, launch.host)
         self._run_id = launch.run_id
-        self._allow_remote = launch.allow_remote
         labels = {RUN_LABEL: launch.run_id, OWNER_LABEL: _owner(), ROLE_LABEL: "server"}
         instance = None
         try:
@@ -503,6 +516,7 @@ class DockerBackend:
         return ContainerLoad(self._load_client, run_id=self._run_id or "unknown", labels=labels)
 
     def metadata(self) -> dict:
+        self.client  # noqa: B018
         version, info = self._version, self._info
         return {
             "backend": "docker",

@@ -1,0 +1,339 @@
+"""The docker backend against a real engine: servers in containers, wrk local or in a container, cleanup.
+
+The engine is ``$DOCKER_HOST`` when it is set (``.ci/run`` starts one with ``.ci/dockerd.sh``); otherwise
+the session starts one itself through ``.ci/dockerd.sh`` and stops it at the end. A missing engine
+fails these tests, with the command that starts one: they are never skipped. The "remote" engine is a
+second dockerd on its own socket, standing for a second machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import benchlab
+from benchlab import api, images, servers
+from benchlab.backends import Launch
+from benchlab.backends import docker as docker_backend
+from benchlab.errors import BuildError, ServerError, ToolMissing, UsageError
+
+from .conftest import CAPTURES
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERD = ROOT / ".ci" / "dockerd.sh"
+SHORT = dict(connections=32, duration="3s", warmup="1s")
+
+
+# --- engines --------------------------------------------------------------------------------------------
+
+def _engine(name: str):
+    """(docker host url, whether this session started it) for the engine called ``name``."""
+    pidfile = Path(f"/run/benchlab-docker/{name}.pid")
+    was_running = pidfile.exists() and Path(f"/proc/{pidfile.read_text().strip()}").exists()
+    done = subprocess.run(["bash", str(DOCKERD), "start", name], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        pytest.fail(f"could not start docker engine {name!r} with `bash .ci/dockerd.sh start {name}`:\n"
+                    f"{done.stderr[-2000:]}", pytrace=False)
+    return done.stdout.strip().splitlines()[-1], not was_running
+
+
+def _stop_engine(name: str) -> None:
+    subprocess.run(["bash", str(DOCKERD), "stop", name], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def docker_host():
+    """The engine the tests use: $DOCKER_HOST, or one started here. Fails (never skips) without one."""
+    started = False
+    host = os.environ.get("DOCKER_HOST")
+    if not host:
+        host, started = _engine("benchlab")
+    try:
+        docker_backend.connect(host)
+    except ToolMissing as exc:
+        pytest.fail(f"the docker tests need a docker engine: {exc}", pytrace=False)
+    yield host
+    if started:
+        _stop_engine("benchlab")
+
+
+@pytest.fixture(scope="session")
+def client(docker_host):
+    return docker_backend.connect(docker_host)
+
+
+@pytest.fixture(scope="session")
+def server_images(client, jars):
+    """The offline base and the three server images (built only when their inputs changed)."""
+    return images.build_servers(client)
+
+
+@pytest.fixture(scope="session")
+def remote_host(jars):
+    """A second engine on another socket: the 'remote machine' of the two-machine recipe."""
+    host, started = _engine("benchlab-remote")
+    yield host
+    if started:
+        _stop_engine("benchlab-remote")
+
+
+def labelled(client, run_id: str | None = None) -> list:
+    """The benchlab containers on an engine, all of them or those of one run."""
+    label = docker_backend.RUN_LABEL + (f"={run_id}" if run_id else "")
+    return client.containers.list(all=True, filters={"label": label})
+
+
+def ours(client) -> list:
+    """The labelled containers this test process owns."""
+    owner = docker_backend._owner()
+    return [c for c in labelled(client) if c.labels.get(docker_backend.OWNER_LABEL) == owner]
+
+
+def run_watched(spec, directory: Path, client, *, at: str = "verify"):
+    """execute() a spec, inspecting its containers (through the SDK) while the server runs."""
+    run_id = api.new_run_id(spec)
+    seen: dict = {}
+
+    def phase(name: str) -> None:
+        if name == at:
+            seen["containers"] = [client.api.inspect_container(c.id) for c in labelled(client, run_id)]
+
+    record = api.execute(spec, directory / run_id, run_id=run_id, on_phase=phase)
+    return record, seen.get("containers", [])
+
+
+# --- without an engine: parsers and refusals ---------------------------------------------------------------
+
+def test_parse_stats_of_a_captured_cgroup_v1_sample():
+    stats = json.loads((CAPTURES / "docker_stats_cgroup_v1.json").read_text())
+    cpu, rss = docker_backend.parse_stats(stats)
+    assert cpu == pytest.approx(99.67, abs=0.01)  # one busy core in a cpuset of one
+    assert rss == stats["memory_stats"]["stats"]["total_rss"]
+
+
+def test_parse_stats_without_a_previous_sample_has_no_cpu():
+    cpu, rss = docker_backend.parse_stats({"cpu_stats": {"cpu_usage": {"total_usage": 5}, "system_cpu_usage": 9},
+                                           "precpu_stats": {"cpu_usage": {"total_usage": 0}},
+                                           "memory_stats": {"usage": 100, "stats": {"inactive_file": 40}}})
+    assert cpu is None and rss == 60
+
+
+@pytest.mark.parametrize("text, size", [("512m", 512 * 2**20), ("2g", 2 * 2**30), ("10240k", 10 * 2**20), (2**30, 2**30)])
+def test_parse_memory(text, size):
+    assert docker_backend.parse_memory(text) == size
+
+
+@pytest.mark.parametrize("text", ["lots", "1t", "1m"])
+def test_bad_memory_names_the_fix(text):
+    with pytest.raises(UsageError, match=r"512m|minimum"):
+        docker_backend.parse_memory(text)
+
+
+def test_engine_off_loopback_needs_allow_remote(tmp_path):
+    with pytest.raises(UsageError, match="allow_remote=True"):
+        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://192.0.2.10:2375", results_dir=tmp_path,
+                     **SHORT)
+    docker_backend.check_engine("tcp://192.0.2.10:2375", allow_remote=True)
+    docker_backend.check_engine("tcp://127.0.0.1:2375", allow_remote=False)
+    docker_backend.check_engine("unix:///run/benchlab-docker/benchlab.sock", allow_remote=False)
+
+
+def test_unreachable_engine_says_how_to_start_one(tmp_path):
+    with pytest.raises(ToolMissing, match=r"not reachable at unix:///nonexistent/docker.sock.*dockerd.sh start"):
+        docker_backend.connect("unix:///nonexistent/docker.sock")
+    with pytest.raises(ToolMissing, match="dockerd.sh start"):
+        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://127.0.0.1:1", results_dir=tmp_path, **SHORT)
+
+
+def test_unknown_backend_option_is_named():
+    with pytest.raises(UsageError, match="no option docker_hots"):
+        docker_backend.DockerBackend(docker_hots="unix:///x")
+
+
+# --- a real engine ------------------------------------------------------------------------------------------
+
+@pytest.mark.docker
+@pytest.mark.integration
+@pytest.mark.parametrize("server, impl, version, in_container", [
+    ("spring-tomcat", "tomcat", "10.1.", False),
+    ("spring-jetty", "jetty", "12.0.", False),
+    ("spring-undertow", "undertow", "2.3.", True),  # and wrk in its own container, on its own cpuset
+])
+def test_each_server_in_a_container(docker_host, client, server_images, tmp_path, server, impl, version,
+                                    in_container):
+    spec = api.prepare(server, "hello", backend="docker", server_cpus="0", load_cpus="1", memory="768m",
+                       backend_options={"docker_host": docker_host, "load_in_container": in_container}, **SHORT)
+    record, containers = run_watched(spec, tmp_path, client, at="measure")
+
+    row = record.to_frame().iloc[0]
+    assert row["status"] == "ok" and row["requests"] > 0 and row["rps"] > 0 and row["errors_total"] == 0
+    percentiles = [row[p] for p in ("p50", "p75", "p90", "p99", "p999", "p9999")]
+    assert all(p > 0 for p in percentiles) and percentiles == sorted(percentiles)
+    assert row["server_impl"] == impl and row["server_version"].startswith(version)
+    assert row["server_samples"] >= 2 and row["server_cpu_mean"] > 0 and row["server_rss_max"] > 50e6
+    assert row["load_samples"] >= 1 and row["startup_ms"] > 0
+    assert "Started BenchApplication" in (tmp_path / record.id / "server.log").read_text()
+
+    server_container = next(c for c in containers if c["Config"]["Labels"][docker_backend.ROLE_LABEL] == "server")
+    assert server_container["HostConfig"]["CpusetCpus"] == "0"
+    assert server_container["HostConfig"]["Memory"] == 768 * 2**20
+    assert server_container["HostConfig"]["NetworkMode"] == "host"
+    assert server_container["Name"] == f"/benchlab-{record.id}"
+    if in_container:
+        load_container = next(c for c in containers if c["Config"]["Labels"][docker_backend.ROLE_LABEL] == "load")
+        assert load_container["HostConfig"]["CpusetCpus"] == "1"
+        assert load_container["Config"]["Cmd"][0] == "wrk"
+
+    backend = record.metadata["backend"]
+    assert backend["backend"] == "docker" and backend["engine_version"]
+    assert backend["image"] == server_images[server].tag and backend["image_id"].startswith("sha256:")
+    assert backend["limits"] == {"cpuset_cpus": "0", "memory": 768 * 2**20, "memory_swap": 768 * 2**20,
+                                 "network_mode": "host"}
+    assert backend["load_in_container"] is in_container
+    assert not labelled(client, record.id), "the run's containers were not removed"
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_images_are_tagged_by_content(client, server_images):
+    again = images.build_servers(client)
+    assert all(not image.built for image in again.values())
+    assert {name: image.id for name, image in again.items()} == {n: i.id for n, i in server_images.items()}
+    base = images.build_base(client)
+    assert not base.built and base.size < 120e6
+    assert all(tag.split(":")[1] for tag in (base.tag, *(i.tag for i in again.values())))
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_image_build_failure_shows_the_log_tail(client, tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nCOPY no-such-file /x\n")
+    with pytest.raises(BuildError, match="no-such-file"):
+        images._build(client, tmp_path, "benchlab/broken:test")
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_server_failing_to_start_leaves_no_container(docker_host, client, server_images, tmp_path):
+    with pytest.raises(ServerError, match="bad JVM option"):
+        benchlab.run("spring-jetty", backend="docker", docker_host=docker_host, jvm_opts=["-XX:+NoSuchOption"],
+                     results_dir=tmp_path, **SHORT)
+    assert not ours(client)
+    log = next(tmp_path.glob("*/server.log")).read_text()
+    assert "NoSuchOption" in log
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_memory_too_small_for_the_jvm_names_the_fix(docker_host, client, server_images, tmp_path):
+    with pytest.raises(ServerError, match=r"out of memory at memory='40m'.*raise memory="):
+        benchlab.run("spring-tomcat", backend="docker", docker_host=docker_host, memory="40m",
+                     results_dir=tmp_path, **SHORT)
+    assert not ours(client)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_cpuset_that_does_not_exist(docker_host, client, server_images, tmp_path):
+    count = client.info()["NCPU"]
+    with pytest.raises(UsageError, match=rf"cpuset {count + 5} does not exist.*{count} CPUs"):
+        backend = docker_backend.DockerBackend(docker_host=docker_host)
+        backend.start(servers.get("spring-jetty"),
+                      Launch(run_id="cpuset-test", port=18080, cpus=(count + 5,), log_path=tmp_path / "server.log"))
+    with pytest.raises(UsageError, match="does not have"):
+        benchlab.run("spring-jetty", backend="docker", docker_host=docker_host, server_cpus=str(count + 5),
+                     results_dir=tmp_path, **SHORT)
+    assert not ours(client)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_interrupted_run_leaves_no_container(docker_host, client, server_images, tmp_path):
+    """A Ctrl-C (a real SIGINT, from a timer) during the measured phase stops and removes the container."""
+    spec = api.prepare("spring-undertow", "hello", backend="docker", connections=32, duration="20s", warmup=0,
+                       backend_options={"docker_host": docker_host})
+    run_id = api.new_run_id(spec)
+    seen = {}
+
+    def phase(name: str) -> None:
+        if name == "measure":
+            seen["running"] = [c.name for c in labelled(client, run_id)]
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt):
+        api.execute(spec, tmp_path / run_id, run_id=run_id, on_phase=phase)
+    assert seen["running"] == [f"benchlab-{run_id}"]
+    assert not labelled(client, run_id) and not ours(client)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_interrupted_compare_leaves_no_container(docker_host, client, server_images, tmp_path):
+    timer = threading.Timer(12.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            benchlab.compare(["spring-tomcat", "spring-jetty"], repeats=3, duration="5s", warmup="1s",
+                             connections=(16,), backend="docker", docker_host=docker_host, progress=False,
+                             results_dir=tmp_path)
+    finally:
+        timer.cancel()
+    assert not ours(client)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, client, server_images):
+    """A process that labelled a container and was killed leaves it; the next backend removes it."""
+    wrk = images.build_wrk(client)
+    script = (
+        "import sys, time\n"
+        "from benchlab.backends import docker as d\n"
+        "c = d.connect(sys.argv[1])\n"
+        "box = c.containers.create(sys.argv[2], command=['wrk', '-v'], name='benchlab-stale-test',\n"
+        "                          labels={d.RUN_LABEL: 'stale-test', d.OWNER_LABEL: d._owner()})\n"
+        "print(box.id, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script, docker_host, wrk.tag], stdout=subprocess.PIPE, text=True,
+                             cwd=ROOT)
+    try:
+        stale_id = child.stdout.readline().strip()
+    finally:
+        child.kill()  # SIGKILL: no cleanup runs in it
+        child.wait()
+    mine = client.containers.create(wrk.tag, command=["wrk", "-v"], name="benchlab-live-owner-test",
+                                    labels={docker_backend.RUN_LABEL: "live-test",
+                                            docker_backend.OWNER_LABEL: docker_backend._owner()})
+    try:
+        assert [c.id for c in labelled(client, "stale-test")] == [stale_id]
+        backend = docker_backend.DockerBackend(docker_host=docker_host)
+        backend.client  # noqa: B018 - connecting is the backend's start-up
+        assert "benchlab-stale-test" in backend.removed_stale
+        assert not labelled(client, "stale-test")
+        assert [c.id for c in labelled(client, "live-test")] == [mine.id], "a live process's container was removed"
+    finally:
+        mine.remove(force=True)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_server_on_a_second_engine_with_local_wrk(docker_host, client, remote_host, jars, tmp_path):
+    """The two-machine recipe on one machine: the server on the 'remote' engine, wrk here."""
+    remote = docker_backend.connect(remote_host)
+    images.build_servers(remote)  # the base comes from the jlink cache: no second jlink
+    spec = api.prepare("spring-tomcat", "hello", backend="docker", server_cpus="0", load_cpus="1",
+                       backend_options={"docker_host": remote_host}, **SHORT)
+    record, containers = run_watched(spec, tmp_path, remote, at="measure")
+    assert record.metrics["rps"] > 0 and record.metrics["server_samples"] >= 2
+    assert [c["Name"] for c in containers] == [f"/benchlab-{record.id}"]
+    assert record.metadata["backend"]["docker_host"] == remote_host
+    assert record.metadata["backend"]["load_in_container"] is False
+    assert not labelled(remote, record.id) and not labelled(client, record.id)
