@@ -272,15 +272,18 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
         color=_server_color(_values(frame, "server")),
     )
     unit = "requests/s"
+    # Throughput cannot be negative: an interval that reaches below 0 (two repeats far apart) is cut at the axis.
+    y_scale = alt.Scale(domainMin=0)
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
-        y=alt.Y("value:Q", title=f"{metric} ({unit})"),
+        y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
                  alt.Tooltip("ci_low:Q", title="95% CI low", format=",.0f"),
                  alt.Tooltip("ci_high:Q", title="95% CI high", format=",.0f"),
                  alt.Tooltip("n:Q", title="repeats")],
     )
-    bars_ci = base.transform_filter(alt.datum.kind == "cell").mark_errorbar(ticks=True, thickness=2).encode(
-        y=alt.Y("ci_low:Q", title=f"{metric} ({unit})"), y2="ci_high:Q",
+    bars_ci = base.transform_filter(alt.datum.kind == "cell").mark_errorbar(ticks=True, thickness=2,
+                                                                           clip=True).encode(
+        y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
         color=alt.value("black"),
     )
     repeats = base.transform_filter(alt.datum.kind == "run").mark_circle(size=55, opacity=0.9).encode(

@@ -33,7 +33,6 @@ PosixPath('data/reports/compare-20261130T0501.html')
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import json
 import os
 import sys
@@ -59,7 +58,7 @@ __all__ = [
 ]
 
 #: The mimetype under which the executed notebook keeps each chart's Vega-Lite spec.
-VEGALITE_MIMETYPE = "application/vnd.vegalite.v6.json"
+VEGALITE_MIMETYPE = "application/vnd.vegalite.v6+json"
 
 
 class ParameterError(UsageError):
@@ -126,6 +125,33 @@ def _kind(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
+def _assigned(source: str) -> set[str]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
+def _parameter_names(namespace: Mapping[str, Any]) -> set[str]:
+    """The names the parameters cells set: papermill's injected cell and the notebook's own, latest runs."""
+    import types
+
+    history = namespace.get("In")
+    if isinstance(history, list):
+        injected = [s for s in history if isinstance(s, str) and s.startswith("# Parameters\n")]
+        own = [s for s in history if isinstance(s, str) and s.startswith("# Parameters")
+               and not s.startswith("# Parameters\n")]
+        return set().union(*(_assigned(cells[-1]) for cells in (injected, own) if cells))
+    return {name for name, value in namespace.items()
+            if not name.startswith("_") and name not in _IGNORED
+            and not isinstance(value, (types.ModuleType, types.FunctionType, type))}
+
+
 def _scalar(text: str) -> Any:
     """'64' -> 64, '1.5' -> 1.5, anything else stays a stripped string."""
     text = text.strip()
@@ -140,9 +166,10 @@ def _scalar(text: str) -> Any:
 def parameters(namespace: Mapping[str, Any], schema: Mapping[str, tuple[type, ...] | type]) -> dict:
     """Check a notebook's parameters against ``schema`` and return them as a dict.
 
-    Call it in the cell after the ``parameters`` cell with ``globals()``. Every public name that is not in
-    ``schema``, is not a module and not a function is an unknown parameter (a typo papermill injected);
-    every value must be one of the schema's types. A list parameter given as a string, as on the command
+    Call it in the cell after the ``parameters`` cell with ``globals()``. A name that papermill injected
+    (or that the parameters cell, whose first line is ``# Parameters``, sets) and ``schema`` lacks is an
+    unknown parameter, most often a typo; outside IPython every public variable counts. Every value must
+    be one of the schema's types. A list parameter given as a string, as on the command
     line (``-p servers spring-tomcat,spring-jetty``), is split at the commas.
 
     Raises
@@ -158,13 +185,8 @@ def parameters(namespace: Mapping[str, Any], schema: Mapping[str, tuple[type, ..
     Traceback (most recent call last):
     benchlab.report.ParameterError: unknown parameter 'repeat': this notebook takes repeats
     """
-    import types
-
-    unknown = sorted(
-        name for name, value in namespace.items()
-        if not name.startswith("_") and name not in _IGNORED and name not in schema
-        and not isinstance(value, (types.ModuleType, types.FunctionType, type))
-    )
+    given = _parameter_names(namespace)
+    unknown = sorted(name for name in given if name not in schema)
     accepted = ", ".join(schema)
     if unknown:
         raise _fail(ParameterError(
@@ -239,7 +261,8 @@ def _failing_cell(nb, exc) -> str:
 
 def _error_line(exc) -> str:
     ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
-    return f"{ename}: {str(evalue).splitlines()[0] if evalue else ''}".strip()
+    first = str(evalue).splitlines()[0] if evalue else ""
+    return f"{ename}: {first[:300] + ' ...' if len(first) > 300 else first}".strip()
 
 
 def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = None, *,
@@ -322,12 +345,34 @@ _EMBED = """<div class="benchlab-chart" id="{id}"></div>
 </script>"""
 
 
+#: nbconvert's lab template without anything it would fetch: require.js, MathJax, mermaid, the widget manager.
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}
+{%- if resources.benchlab_vega -%}
+<script type="text/javascript">/* Vega, Vega-Lite and vega-embed, inlined by benchlab: no network needed */
+{{ resources.benchlab_vega }}
+</script>
+{%- endif -%}
+{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+_WIDGET_NOTE = ('<p class="benchlab-widget"><em>An interactive panel: it works while a kernel runs. Open the '
+                'notebook in JupyterLab to use it; its charts are repeated below as plain output.</em></p>')
+
+
 def _inline_charts(nb) -> int:
-    """Replace each chart output by a vega-embed call; return how many there were."""
+    """Replace each chart output by a vega-embed call, and each live widget by a note; count the charts."""
     count = 0
+    nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                output["data"] = {"text/html": _WIDGET_NOTE}
+                continue
             spec = next((value for key, value in data.items() if key.startswith("application/vnd.vegalite")), None)
             if spec is None:
                 continue
@@ -348,6 +393,7 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     >>> to_html("data/reports/compare-20261130T0501.ipynb")   # doctest: +SKIP
     PosixPath('data/reports/compare-20261130T0501.html')
     """
+    import jinja2
     import nbformat
     import vl_convert
     from nbconvert import HTMLExporter
@@ -356,20 +402,14 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     page = Path(page) if page else ipynb.with_suffix(".html")
     nb = nbformat.read(str(ipynb), as_version=4)
     charts = _inline_charts(nb)
-    exporter = HTMLExporter()
-    exporter.exclude_input_prompt = False
-    body, _ = exporter.from_notebook_node(nb)
-    if charts:
-        bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script")
-        head = (f"<script type=\"text/javascript\">/* Vega, Vega-Lite and vega-embed, inlined by benchlab */\n"
-                f"{bundle}\n</script>\n")
-        # A module bundle would run after the charts' scripts; this one assigns window.vegaEmbed right away.
-        body = body.replace("</head>", head + "</head>", 1)
-    title = html.escape(ipynb.stem)
-    body = body.replace("<title>Notebook</title>", f"<title>{title}</title>", 1)
+    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script") if charts else ""
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"benchlab.html.j2": _TEMPLATE})],
+                            template_file="benchlab.html.j2")
+    body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})
     from .results import write_atomic
 
     write_atomic(page, body)
+    page.chmod(0o644)  # a report is for sharing; write_atomic's temporary file was private
     return page
 
 

@@ -1,0 +1,191 @@
+"""The ipywidgets control panel of explore.ipynb: pick servers and load, press Run, watch the charts fill in.
+
+A press runs every chosen server ``repeats`` times, interleaved (A B A B), each on a fresh server through
+:func:`benchlab.run`, and stores each run under ``results_dir`` as it finishes. After every run the
+progress bar moves and the charts are drawn again from all runs so far, so the first figures show while
+the rest run. For figures to publish, use :func:`benchlab.compare` (compare.ipynb): it adds the statistics.
+
+Example
+-------
+>>> from benchlab.widgets import Panel
+>>> panel = Panel(servers=["spring-tomcat", "spring-jetty"], duration="5s", warmup="2s")
+>>> panel.servers.value
+('spring-tomcat', 'spring-jetty')
+>>> panel.button.click()      # in JupyterLab: press the Run button        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .errors import BenchlabError, UsageError
+
+if TYPE_CHECKING:
+    import altair as alt
+    import pandas as pd
+
+    from .results import Run
+
+__all__ = ["Panel"]
+
+
+class Panel:
+    """Servers, scenario, connections, duration, warm-up and repeats; a Run button, a progress bar, charts.
+
+    Parameters
+    ----------
+    servers : the servers chosen at first (any of the built-ins)
+    scenario, connections, duration, warmup, repeats : the load chosen at first
+    results_dir : where the runs are stored (default ``data/results/explore``)
+
+    Example
+    -------
+    >>> Panel(connections=32).connections.value
+    32
+    """
+
+    def __init__(self, *, servers: Sequence[str] = ("spring-tomcat", "spring-jetty"), scenario: str = "hello",
+                 connections: int = 64, duration: str = "10s", warmup: str = "5s", repeats: int = 1,
+                 results_dir: str | Path | None = None):
+        import ipywidgets as w
+
+        from . import home
+        from .servers import BUILTINS, SCENARIOS
+
+        unknown = [s for s in servers if s not in BUILTINS]
+        if unknown:
+            raise UsageError(f"the panel offers the built-in servers only, not {', '.join(unknown)}: "
+                             f"choose from {', '.join(BUILTINS)}")
+        scenarios = list(SCENARIOS)
+        if scenario not in scenarios:
+            scenarios.append(scenario)  # sleep:<ms> and the like: offered as given
+        self.results_dir = Path(results_dir) if results_dir else home.results_dir() / "explore"
+        self.records: list[Run] = []
+
+        self.servers = w.SelectMultiple(options=list(BUILTINS), value=tuple(servers), description="servers",
+                                        rows=len(BUILTINS))
+        self.scenario = w.Dropdown(options=scenarios, value=scenario, description="scenario")
+        self.connections = w.BoundedIntText(value=connections, min=1, max=100_000, description="connections")
+        self.duration = w.Text(value=str(duration), description="duration", placeholder="e.g. 10s, 2m")
+        self.warmup = w.Text(value=str(warmup), description="warm-up", placeholder="e.g. 5s")
+        self.repeats = w.BoundedIntText(value=repeats, min=1, max=50, description="repeats")
+        self.button = w.Button(description="Run", button_style="primary", icon="play",
+                               tooltip="run every chosen server, repeats times, interleaved")
+        self.clear = w.Button(description="Clear", tooltip="forget the runs shown (they stay on disk)")
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", bar_style="info")
+        self.status = w.HTML(value="press Run")
+        self.output = w.Output()
+        self.button.on_click(lambda _button: self._pressed())
+        self.clear.on_click(lambda _button: self.reset())
+        form = w.VBox([self.servers, self.scenario, self.connections, self.duration, self.warmup, self.repeats,
+                       w.HBox([self.button, self.clear])])
+        self.widget = w.VBox([form, self.progress, self.status, self.output])
+
+    # -- what Jupyter shows --------------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- running -------------------------------------------------------------------------------------
+    def _say(self, text: str, *, error: bool = False) -> None:
+        color = "#b00020" if error else "inherit"
+        self.status.value = f'<span style="color:{color}">{html.escape(text)}</span>'
+
+    def _pressed(self) -> None:
+        try:
+            self.run()
+        except BenchlabError:
+            pass  # already shown in the status line; a button has nowhere else to report
+
+    def run(self) -> list[Run]:
+        """Run what the panel shows (as a press of Run does) and return the runs of this press.
+
+        Raises
+        ------
+        BenchlabError
+            shown in the panel's status line first, e.g. a bad duration or a server that would not start.
+        """
+        from .api import run as run_one
+        from .load import parse_duration
+
+        chosen = list(self.servers.value)
+        try:
+            if not chosen:
+                raise UsageError("no server chosen: pick at least one in the list")
+            duration, warmup = parse_duration(self.duration.value), parse_duration(self.warmup.value, what="warmup")
+        except BenchlabError as exc:
+            self._say(f"error: {exc}", error=True)
+            raise
+        plan = [(repeat, server) for repeat in range(1, self.repeats.value + 1) for server in chosen]
+        self.button.disabled = True
+        self.progress.max, self.progress.value, self.progress.bar_style = len(plan), 0, "info"
+        done: list[Run] = []
+        try:
+            for number, (repeat, server) in enumerate(plan, 1):
+                self._say(f"run {number}/{len(plan)}: {server}, {self.scenario.value}, {self.connections.value} "
+                          f"connections, {duration:g} s after {warmup:g} s warm-up (repeat {repeat})")
+                record = run_one(server, self.scenario.value, connections=self.connections.value,
+                                 duration=duration, warmup=warmup, results_dir=self.results_dir, label="explore")
+                done.append(record)
+                self.records.append(record)
+                self.progress.value = number
+                self._draw()
+        except BenchlabError as exc:
+            self.progress.bar_style = "danger"
+            self._say(f"error: {str(exc).splitlines()[0]}", error=True)
+            raise
+        finally:
+            self.button.disabled = False
+        self.progress.bar_style = "success"
+        self._say(f"{len(done)} run(s) stored under {self.results_dir}")
+        return done
+
+    def reset(self) -> None:
+        """Forget the runs shown (they stay on disk) and empty the charts."""
+        self.records.clear()
+        self.progress.value = 0
+        self.output.clear_output()
+        self._say("press Run")
+
+    def show(self, records: Iterable[Run]) -> None:
+        """Show stored runs (e.g. ``benchlab.load(path).records``) as if this panel had run them."""
+        self.records.extend(records)
+        self.progress.max = self.progress.value = max(1, len(self.records))
+        self._say(f"{len(self.records)} stored run(s)")
+        self._draw()
+
+    # -- what it shows ---------------------------------------------------------------------------------
+    @property
+    def runs(self) -> "pd.DataFrame":
+        """The tidy frame of every run shown."""
+        from .results import frame
+
+        return frame(self.records)
+
+    def _note(self) -> str:
+        from . import charts
+
+        metadata = next((r.metadata for r in self.records if r.status == "ok"), {})
+        return charts.describe(self.runs, machine=charts.machine(metadata))
+
+    def throughput(self) -> "alt.TopLevelMixin":
+        """The throughput chart of the runs shown (see :func:`benchlab.charts.throughput`)."""
+        from . import charts
+
+        return charts.throughput(self.runs, note=self._note())
+
+    def latency(self) -> "alt.TopLevelMixin":
+        """The latency percentile chart of the runs shown (see :func:`benchlab.charts.latency`)."""
+        from . import charts
+
+        return charts.latency(self.runs, note=self._note())
+
+    def _draw(self) -> None:
+        from IPython.display import display
+
+        self.output.clear_output(wait=True)
+        with self.output:
+            if any(r.status == "ok" for r in self.records):
+                display(self.throughput())
+                display(self.latency())
