@@ -131,7 +131,7 @@ class Server:
         return Scenario("custom", self.path)
 
     def scenario(self, name: str | Scenario | None) -> Scenario:
-        if self.kind == "spring":
+        if self.kind == "spring" and not (isinstance(name, str) and name.startswith("/")):
             return scenario(name or "hello")
         if name in (None, "custom"):
             return self.default_scenario

@@ -1,0 +1,96 @@
+"""compare() end to end with real servers and wrk: the matrix, storage, interruption and resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import benchlab
+
+from .conftest import benchlab_jvms
+
+pytestmark = pytest.mark.integration
+
+SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
+
+
+def test_three_servers_two_repeats(jars, tmp_path, no_jvm_left):
+    suite = benchlab.compare(SERVERS, ["hello"], [16], repeats=2, duration="2s", warmup="1s", results_dir=tmp_path,
+                             progress=False)
+    runs = suite.runs
+    assert len(runs) == 6 and (runs["status"] == "ok").all() and (runs["rps"] > 0).all()
+    # interleaved: every server once per repeat, in the same order each time
+    order = runs.sort_values("started_at")[["server", "repeat"]].values.tolist()
+    assert [s for s, _ in order] == SERVERS * 2 and [r for _, r in order] == [1, 1, 1, 2, 2, 2]
+    assert set(runs["server_impl"]) == {"tomcat", "jetty", "undertow"}
+    summary = suite.summary(["rps", "p99"])
+    assert len(summary) == 6 and (summary["n"] == 2).all()
+    assert summary.loc[summary.server == "spring-tomcat", "ratio"].tolist() == [1.0, 1.0]
+    verdicts = suite.verdicts()
+    assert len(verdicts) == 2 and verdicts["verdict"].str.contains(" vs spring-tomcat: ").all()
+    table = suite.table("rps")
+    assert list(table.index) == SERVERS and list(table.columns[:3]) == ["run 1", "run 2", "mean"]
+    assert set(suite.samples["role"]) == {"server", "load"}
+    assert len(list(tmp_path.glob("*/run.json"))) == 6
+    again = benchlab.load(tmp_path)
+    assert sorted(again.runs["id"]) == sorted(runs["id"])
+    shown = subprocess.run([sys.executable, "-m", "benchlab", "show", str(tmp_path)], capture_output=True, text=True,
+                           timeout=120)
+    assert shown.returncode == 0 and "per-run requests/s" in shown.stdout and " vs spring-tomcat" in shown.stdout
+
+
+COMPARE = """
+import benchlab
+benchlab.compare(["spring-tomcat", "spring-undertow"], ["hello"], [8], repeats=1, duration="2s", warmup="0",
+                 results_dir={results!r}, progress=False)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed-kernel"])
+def test_interrupted_compare_keeps_runs_and_resumes(jars, tmp_path, no_jvm_left, how):
+    results = tmp_path / "results"
+    child = subprocess.Popen([sys.executable, "-c", COMPARE.format(results=str(results))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(results.glob("*/run.json")) and time.monotonic() < deadline:
+            assert child.poll() is None, child.stderr.read()
+            time.sleep(0.1)
+        while not (list(results.glob("*undertow*/server.log")) and benchlab_jvms()) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the second server is starting: interrupt it there
+        child.send_signal(how)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    time.sleep(1.0)
+    assert not benchlab_jvms(), "the interrupted compare left a JVM behind"
+    finished = list(results.glob("*/run.json"))
+    assert len(finished) == 1
+    first = json.loads(finished[0].read_text())
+    assert first["status"] == "ok" and first["params"]["server"] == "spring-tomcat"
+
+    suite = benchlab.compare(["spring-tomcat", "spring-undertow"], ["hello"], [8], repeats=1, duration="2s",
+                             warmup="0", results_dir=results, progress=False)
+    assert (suite.runs["status"] == "ok").all() and len(suite.runs) == 2
+    kept = suite.runs.set_index("server").loc["spring-tomcat"]
+    assert kept["started_at"] == first["started_at"], "the completed run was not run again"
+    assert len(list(results.glob("*/run.json"))) == 2
+
+
+def test_a_cell_that_fails_every_repeat_is_reported_and_the_rest_go_on(jars, tmp_path, no_jvm_left):
+    broken = benchlab.Server.from_command([sys.executable, "-c", "import sys; sys.exit(3)", "{port}"], name="broken")
+    suite = benchlab.compare([broken, "spring-jetty"], ["/hello"], [4], repeats=1, duration="1s", warmup=0,
+                             results_dir=tmp_path, progress=False, baseline="spring-jetty")
+    status = suite.runs.set_index("server")["status"]
+    assert status["broken"] == "failed" and status["spring-jetty"] == "ok"
+    flags = suite.flags()
+    assert {"failed", "all_failed"} <= set(flags.loc[flags.server == "broken", "flag"])
+    assert "exited during start" in suite.runs.set_index("server").loc["broken", "error"]
