@@ -248,15 +248,14 @@ def _outputs(notebook: Path, output: str | os.PathLike | None) -> Path:
 
 
 def _failing_cell(nb, exc) -> str:
-    """'cell 4 ("# Run the comparison")': the index papermill gives and the cell's first line."""
-    index = getattr(exc, "cell_index", None)
-    first = ""
-    if index is not None and 0 <= index < len(nb.cells):
-        first = next((line.strip() for line in nb.cells[index].source.splitlines() if line.strip()), "")
-    where = f"cell {index}" if index is not None else "a cell"
-    if getattr(exc, "exec_count", None):
-        where += f" [In {exc.exec_count}]"
-    return f"{where} ({first[:60]!r})" if first else where
+    """'cell 6 [In 5] ("if run:")': the first cell with an error output, its execution count and first line."""
+    for index, cell in enumerate(nb.cells):
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+            count = f" [In {cell.execution_count}]" if cell.get("execution_count") else ""
+            return f"cell {index}{count} ({first[:60]!r})"
+    count = getattr(exc, "exec_count", None)
+    return f"the cell [In {count}]" if count else "a cell"
 
 
 def _error_line(exc) -> str:
@@ -453,7 +452,8 @@ def read_plan(path: str | os.PathLike) -> list[dict]:
                              "use notebook, parameters, output")
         notebook = Path(entry["notebook"])
         if not notebook.is_absolute():
-            notebook = path.parent / notebook if (path.parent / notebook).exists() else notebook
+            notebook = next((base / notebook for base in (path.parent, Path.cwd(), home.project_root())
+                             if (base / notebook).exists()), notebook)
         plan.append({"notebook": str(notebook),
                      "parameters": {**defaults, **(entry.get("parameters") or {})},
                      "output": entry.get("output")})

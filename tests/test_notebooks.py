@@ -1,0 +1,236 @@
+"""The notebooks, executed by papermill against the real servers with tiny durations.
+
+Each notebook runs top to bottom through :func:`benchlab.report.execute` (the code behind
+``benchlab report``): real JVMs, real wrk and h2load, 2 s measured after 1 s of warm-up, two servers, one or
+two repeats. Then the re-render path (``run=False``: stored results only, no JVM), and the failure path:
+a bad parameter stops the notebook with one clear line as its first output, the executed notebook is
+still written, and ``benchlab report`` exits non-zero naming the cell.
+
+Run them under the machine's load lock, as every load test: ``flock /tmp/benchlab-heavy.lock pytest
+tests/test_notebooks.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from benchlab import report
+from benchlab.report import NotebookFailed
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SERVERS = ["spring-tomcat", "spring-jetty"]
+TINY = {"servers": SERVERS, "duration": "2s", "warmup": "1s", "connections": 16}
+
+pytestmark = pytest.mark.integration
+
+_made: dict[str, tuple] = {}
+
+
+def compare_once(tmp_root: Path) -> tuple[report.Report, Path]:
+    """compare.ipynb run for real once per session; the browser test re-renders the same results."""
+    if "compare" not in _made:
+        results = tmp_root / "compare-results"
+        done = report.execute(NOTEBOOKS / "compare.ipynb", {**TINY, "repeats": 2, "results_dir": str(results)},
+                              output=tmp_root / "compare.ipynb")
+        _made["compare"] = (done, results)
+    return _made["compare"]
+
+
+@pytest.fixture(scope="session")
+def compared(tmp_path_factory, jars) -> tuple[report.Report, Path]:
+    return compare_once(tmp_path_factory.getbasetemp() / "notebooks")
+
+
+@pytest.fixture(scope="session")
+def stored_runs(compared) -> Path:
+    """A results directory of real runs: the compare notebook's."""
+    return compared[1]
+
+
+def outputs(path: Path) -> list[tuple[int, dict]]:
+    nb = nbformat.read(str(path), as_version=4)
+    return [(i, o) for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])]
+
+
+def errors(path: Path) -> list[str]:
+    return [f"{o['ename']}: {o['evalue']}" for _, o in outputs(path) if o["output_type"] == "error"]
+
+
+def charts_in(path: Path) -> list[dict]:
+    """The Vega-Lite specs the notebook displayed; each must also carry its static SVG."""
+    found = []
+    for _, o in outputs(path):
+        data = o.get("data", {})
+        if report.VEGALITE_MIMETYPE in data:
+            assert data["image/svg+xml"].lstrip().startswith("<svg")
+            found.append(data[report.VEGALITE_MIMETYPE])
+    return found
+
+
+def text_of(path: Path) -> str:
+    parts = []
+    for _, o in outputs(path):
+        parts.append(o.get("text", ""))
+        parts.extend(str(v) for k, v in o.get("data", {}).items() if k in ("text/plain", "text/html"))
+    return "\n".join(parts)
+
+
+def run_files(results: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in results.rglob("run.json")}
+
+
+def test_compare_notebook_runs_the_real_servers(compared):
+    done, results = compared
+    assert errors(done.ipynb) == []
+    runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
+    assert {r["params"]["server"] for r in runs} == set(SERVERS)
+    assert all(r["params"]["duration"] == 2.0 and r["params"]["warmup"] == 1.0 for r in runs)
+    text = text_of(done.ipynb)
+    for shown in ("ci_low", "verdict", "run 1", "run 2", "flag"):
+        assert shown in text
+    specs = charts_in(done.ipynb)
+    titles = [s["title"]["text"] for s in specs]
+    assert len(specs) == 3 and titles[0].startswith("Throughput") and titles[1].startswith("Latency")
+    assert "2 s measured after 1 s warm-up" in " ".join(specs[0]["title"]["subtitle"])
+    assert done.html.exists() and done.html.stat().st_size > 100_000
+
+
+def test_rerender_reads_stored_results_and_starts_nothing(compared, tmp_path, no_jvm_left):
+    done, results = compared
+    before = run_files(results)
+    started = time.monotonic()
+    again = report.execute(NOTEBOOKS / "compare.ipynb", {"run": False, "results_dir": str(results)},
+                           output=tmp_path / "rerender.ipynb")
+    assert run_files(results) == before                          # not one run added or rewritten
+    assert errors(again.ipynb) == []
+    assert time.monotonic() - started < 120                       # 4 runs would take longer with JVM starts
+    ours, theirs = charts_in(done.ipynb), charts_in(again.ipynb)
+    assert [list(s["datasets"].values()) for s in ours[:2]] == [list(s["datasets"].values()) for s in theirs[:2]]
+
+
+def test_sweep_notebook_finds_a_knee_per_server(tmp_path, jars):
+    results = tmp_path / "sweep-results"
+    done = report.execute(NOTEBOOKS / "sweep.ipynb", {**TINY, "connections": [8, 32], "repeats": 1,
+                                                      "results_dir": str(results)}, output=tmp_path / "sweep.ipynb")
+    assert errors(done.ipynb) == []
+    assert len(run_files(results)) == 4
+    specs = charts_in(done.ipynb)
+    assert specs[0]["title"]["text"].startswith("Concurrency sweep")
+    assert sorted({v["connections"] for v in list(specs[0]["datasets"].values())[0]}) == [8, 32]
+    text = text_of(done.ipynb)
+    assert "knee: fewest connections" in text and "spring-jetty" in text
+
+
+def test_reproduce_notebook_sets_ours_beside_the_published(tmp_path, jars):
+    results = tmp_path / "reproduce-results"
+    done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
+        "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
+        "connections": 32, "count_scale": 0.01, "results_dir": str(results)}, output=tmp_path / "reproduce.ipynb")
+    assert errors(done.ipynb) == []
+    runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    assert sorted((r["params"]["load"], r["params"]["users"], r["params"]["loops"]) for r in runs
+                  if r["params"]["server"] == "spring-jetty") == [
+        ("count", 100, 10), ("count", 1000, 1), ("duration", None, None)]
+    specs = charts_in(done.ipynb)
+    sources = {v["source"] for s in specs if "hconcat" in s or "layer" in s
+               for data in s.get("datasets", {}).values() for v in data if "source" in v}
+    assert sources == {"benchlab (ours)", "published"}
+    text = text_of(done.ipynb)
+    assert "ratio published" in text and "ratio ours" in text and "Spring Boot" in text
+
+
+def test_explore_notebook_presses_run_and_draws(tmp_path, jars):
+    results = tmp_path / "explore-results"
+    done = report.execute(NOTEBOOKS / "explore.ipynb", {**TINY, "repeats": 1, "results_dir": str(results)},
+                          output=tmp_path / "explore.ipynb")
+    assert errors(done.ipynb) == []
+    assert len(run_files(results)) == 2
+    titles = [s["title"]["text"] for s in charts_in(done.ipynb)]
+    assert any(t.startswith("Throughput") for t in titles) and any(t.startswith("Latency") for t in titles)
+    assert "interactive panel" in done.html.read_text()
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"repeat": 3}, "unknown parameter 'repeat': this notebook takes servers"),
+    ({"repeats": "three"}, "parameter 'repeats' must be int, not str 'three'"),
+    ({"run": False, "results_dir": "EMPTY"}, "no runs under"),
+    ({"run": False}, "run=False re-renders stored results: set results_dir"),
+])
+def test_a_bad_parameter_stops_the_notebook_with_a_clear_first_output(parameters, message, tmp_path, no_jvm_left):
+    if parameters.get("results_dir") == "EMPTY":
+        (tmp_path / "empty").mkdir()
+        parameters = {**parameters, "results_dir": str(tmp_path / "empty")}
+    out = tmp_path / "bad.ipynb"
+    with pytest.raises(NotebookFailed) as failed:
+        report.execute(NOTEBOOKS / "compare.ipynb", parameters, output=out)
+    assert message in str(failed.value) and "# Check the parameters" in str(failed.value)
+    assert str(out) in str(failed.value)
+    assert out.exists() and out.with_suffix(".html").exists()          # kept, with papermill's error banner
+    (first_cell, first), *_ = outputs(out)
+    assert first["output_type"] == "stream" and first["text"].startswith("benchlab: error: ")
+    assert message in first["text"]
+    assert "An Exception was encountered" in nbformat.read(str(out), as_version=4).cells[0].source
+
+
+def test_report_command_exits_non_zero_and_names_the_cell(tmp_path):
+    out = tmp_path / "bad.ipynb"
+    done = subprocess.run([sys.executable, "-m", "benchlab", "report", str(NOTEBOOKS / "sweep.ipynb"),
+                           "-p", "connections", "16,64", "-p", "knee", "high", "-o", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 2
+    line = [x for x in done.stderr.splitlines() if x.startswith("benchlab: error:")]
+    assert len(line) == 1 and "parameter 'knee' must be float, not str 'high'" in line[0]
+    assert "[In " in line[0] and "Traceback" not in done.stderr
+    assert out.exists() and out.with_suffix(".html").exists()
+
+
+def test_batch_runs_every_entry_in_order_and_reports_failures(stored_runs, tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"""
+defaults:
+  run: false
+  results_dir: {stored_runs}
+reports:
+  - notebook: {NOTEBOOKS / "compare.ipynb"}
+    output: {tmp_path / "first.ipynb"}
+  - notebook: {NOTEBOOKS / "compare.ipynb"}
+    parameters: {{repeat: 2}}
+    output: {tmp_path / "second.ipynb"}
+  - notebook: {NOTEBOOKS / "sweep.ipynb"}
+    output: {tmp_path / "third.ipynb"}
+""")
+    done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(plan)], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 1, done.stderr
+    assert "[1/3]" in done.stdout and "[3/3]" in done.stdout and "2 report(s) written, 1 failed" in done.stdout
+    assert "unknown parameter 'repeat'" in done.stdout
+    for name in ("first", "second", "third"):
+        assert (tmp_path / f"{name}.ipynb").exists() and (tmp_path / f"{name}.html").exists()
+    assert errors(tmp_path / "first.ipynb") == [] and errors(tmp_path / "third.ipynb") == []
+
+
+def test_the_example_plan_reads():
+    plan = report.read_plan(ROOT / "data" / "batch-example.yaml")
+    assert [Path(e["notebook"]).name for e in plan] == ["compare.ipynb", "sweep.ipynb", "compare.ipynb"]
+    assert all(Path(e["notebook"]).exists() for e in plan)
+
+
+def test_panel_reports_a_bad_duration_in_its_status_line(no_jvm_left):
+    from benchlab.widgets import Panel
+
+    panel = Panel(servers=SERVERS, duration="soon")
+    panel.button.click()                                        # what a press does: nothing runs
+    assert "error" in panel.status.value and "soon" in panel.status.value
+    assert panel.records == [] and not panel.button.disabled
+    panel.servers.value = ()
+    with pytest.raises(report.UsageError, match="no server chosen"):
+        panel.run()
