@@ -43,7 +43,7 @@ if [ ! -f "$JM/bin/ApacheJMeter.jar" ] || [ "$(cat "$JM/VERSION" 2>/dev/null)" !
     command -v mvn >/dev/null || { echo "install-drivers: mvn is missing: apt-get install maven" >&2; exit 1; }
     BUILD="$TOOLS/jmeter-build"
     rm -rf "$JM" "$BUILD"
-    mkdir -p "$BUILD" "$JM/bin" "$JM/lib/ext" "$JM/lib/junit"  # the launcher warns without lib/junit
+    mkdir -p "$BUILD" "$JM/bin" "$JM/lib/ext"
     cat >"$BUILD/pom.xml" <<EOF
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -58,12 +58,12 @@ if [ ! -f "$JM/bin/ApacheJMeter.jar" ] || [ "$(cat "$JM/VERSION" 2>/dev/null)" !
   </dependencies>
 </project>
 EOF
-    mvn -B -q -f "$BUILD/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+    mvn -B -q -Dstyle.color=never -f "$BUILD/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
         -DoutputDirectory="$BUILD/lib"
     # dependency:copy takes one artifact a call.
-    mvn -B -q -f "$BUILD/pom.xml" dependency:copy -DoutputDirectory="$BUILD/top" \
+    mvn -B -q -Dstyle.color=never -f "$BUILD/pom.xml" dependency:copy -DoutputDirectory="$BUILD/top" \
         -Dartifact="org.apache.jmeter:ApacheJMeter:$JMETER_VERSION"
-    mvn -B -q -f "$BUILD/pom.xml" dependency:copy -DoutputDirectory="$BUILD/top" \
+    mvn -B -q -Dstyle.color=never -f "$BUILD/pom.xml" dependency:copy -DoutputDirectory="$BUILD/top" \
         -Dartifact="org.apache.jmeter:ApacheJMeter_config:$JMETER_VERSION"
     for jar in "$BUILD"/lib/*.jar; do
         case "$(basename "$jar")" in
@@ -76,4 +76,5 @@ EOF
     echo "$JMETER_VERSION" >"$JM/VERSION"
     rm -rf "$BUILD"
 fi
+mkdir -p "$JM/lib/junit"  # the launcher prints a stack trace when lib/junit is missing
 say "jmeter: $(cat "$JM/VERSION") at $JM"

@@ -52,7 +52,7 @@ class H2load:
             "-n", str(requests),
             "-c", str(users),
             "-t", str(max(1, min(load.threads, users))),
-            f"--connection-inactivity-timeout={load.timeout:g}s",
+            f"--connection-inactivity-timeout={max(1, round(load.timeout * 1000))}ms",
             f"--log-file={log_path(workdir, phase)}",
         ]
         if scenario.method not in ("GET", "POST"):

@@ -1,0 +1,217 @@
+"""h2load, JMeter and vegeta against a real Spring Boot server, and the open model seeing what a closed one hides.
+
+Nothing is mocked: real servers, real tools, a few seconds each. Most tests share one Jetty server that
+the module starts (benchlab.run attaches to it through Server.from_url), so the suite pays for one JVM
+start; one test goes the whole way, with benchlab starting its own server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+import benchlab
+from benchlab import backends, drivers, servers
+from benchlab.backends.local import LocalBackend
+from benchlab.drivers import jmeter
+from benchlab.errors import LoadError, ToolMissing, UsageError
+from benchlab.load import Load
+from benchlab.servers import SCENARIOS
+
+pytestmark = pytest.mark.integration
+
+PERCENTILES = ("p50", "p75", "p90", "p99", "p999", "p9999")
+
+
+def assert_real(run, driver: str) -> None:
+    m = run.metrics
+    assert run.status == "ok" and run.params["driver"] == driver
+    assert run.metadata["driver"]["name"] == driver and run.metadata["driver"]["version"] not in (None, "unknown")
+    assert m["requests"] > 0 and m["rps"] > 0 and m["bytes"] > 0
+    values = [m["lat_min"], *(m[p] for p in PERCENTILES), m["lat_max"]]
+    assert None not in values and values == sorted(values), values
+    assert sum(m[f"errors_{k}"] for k in ("connect", "read", "write", "status", "timeout")) == 0
+
+
+@pytest.fixture(scope="module")
+def jetty(jars, tmp_path_factory):
+    """A Spring Boot Jetty server on core 0, started once for the module and stopped by its pid."""
+    log = tmp_path_factory.mktemp("jetty") / "server.log"
+    launch = backends.Launch(run_id="drivers", port=backends.free_port(), cpus=(0,), log_path=log)
+    instance = LocalBackend().start(servers.get("spring-jetty"), launch)
+    yield instance
+    instance.stop()
+
+
+def attached(instance) -> benchlab.Server:
+    return benchlab.Server.from_url(instance.url + "/hello", name="jetty")
+
+
+# --- each driver, for real ----------------------------------------------------------------------------
+
+def test_h2load_count_with_a_server_benchlab_starts(tmp_path, no_jvm_left):
+    run = benchlab.run("spring-undertow", "hello", load="count", users=16, loops=250, results_dir=tmp_path)
+    assert_real(run, "h2load")
+    assert run.metrics["requests"] == 4000 and run.params["users"] == 16 and run.params["loops"] == 250
+    assert run.metrics["server_samples"] > 0 and run.metadata["server"]["server"] == "undertow"
+    assert "h2load-measure.log" in run.files and "h2load.out" in run.files
+
+
+def test_h2load_post(jetty, tmp_path):
+    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", users=4, loops=100, results_dir=tmp_path)
+    assert_real(run, "h2load")
+    assert run.metrics["requests"] == 400
+
+
+def test_jmeter_generated_plan_records_its_own_cpu(jetty, tmp_path):
+    run = benchlab.run(attached(jetty), load="count", users=10, loops=100, ramp_up=1, driver="jmeter",
+                       results_dir=tmp_path)
+    assert_real(run, "jmeter")
+    assert run.metrics["requests"] == 1000
+    assert run.metrics["load_samples"] > 0 and run.metrics["load_cpu_mean"] is not None
+    assert {"jmeter-plan.jmx", "jmeter-measure.jtl", "jmeter-measure.log"} <= set(run.files)
+    assert jmeter.check_plan(tmp_path / run.id / "jmeter-plan.jmx")
+
+
+def test_jmeter_post(jetty, tmp_path):
+    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", users=2, loops=50, driver="jmeter",
+                       results_dir=tmp_path)
+    assert_real(run, "jmeter")
+    assert run.metrics["requests"] == 100
+
+
+def test_jmeter_runs_a_users_own_plan(jetty, tmp_path):
+    # A plan of the user's own, reading the target and its size from the properties benchlab passes.
+    xml = jmeter.plan("http://127.0.0.1:9", SCENARIOS["hello"], Load.count(users=1, loops=1))
+    xml = (xml.replace('<intProp name="ThreadGroup.num_threads">1</intProp>',
+                       '<stringProp name="ThreadGroup.num_threads">${__P(benchlab.users)}</stringProp>')
+              .replace('<stringProp name="LoopController.loops">1</stringProp>',
+                       '<stringProp name="LoopController.loops">${__P(benchlab.loops)}</stringProp>')
+              .replace(">127.0.0.1<", ">${__P(benchlab.host)}<").replace(">9<", ">${__P(benchlab.port)}<"))
+    plan = tmp_path / "mine.jmx"
+    plan.write_text(xml)
+    run = benchlab.run(attached(jetty), load="count", users=3, loops=40, driver="jmeter", plan=str(plan),
+                       results_dir=tmp_path)
+    assert_real(run, "jmeter")
+    assert run.metrics["requests"] == 120 and run.params["plan"] == str(plan)
+
+
+def test_vegeta_constant_rate(jetty, tmp_path):
+    run = benchlab.run(attached(jetty), load="rate", rate=200, duration="2s", warmup="1s", results_dir=tmp_path)
+    assert_real(run, "vegeta")
+    m = run.metrics
+    assert m["requests"] == 400 and m["target_rps"] == 200
+    assert m["rps"] == pytest.approx(200, rel=0.2) and m["sent_rps"] == pytest.approx(200, rel=0.05)
+    assert {"vegeta-measure.bin", "vegeta-report.json", "vegeta-histogram.txt"} <= set(run.files)
+
+
+def test_vegeta_flags_a_rate_it_cannot_reach(jetty, tmp_path):
+    # Every answer takes 400 ms: 200 requests sent in 2 s are all answered 2.4 s after the start, so the
+    # achieved throughput is about 83/s of the 100/s asked, and the run says so.
+    run = benchlab.run(attached(jetty), benchlab.Scenario("slow", "/sleep?ms=400"), load="rate", rate=100,
+                       duration="2s", warmup="0s", results_dir=tmp_path)
+    m = run.metrics
+    assert m["target_rps"] == 100 and m["requests"] == 200
+    assert m["rps"] < 0.95 * 100 and "below 95%" in m["note"]
+    assert m["p50"] >= 0.4
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rate", [0, -5])
+def test_rate_must_be_positive(rate, tmp_path):
+    with pytest.raises(UsageError, match="rate must be more than 0"):
+        benchlab.run("spring-jetty", load="rate", rate=rate, results_dir=tmp_path)
+
+
+@pytest.mark.parametrize("users, loops", [(0, 10), (10, 0)])
+def test_count_needs_requests(users, loops, tmp_path):
+    with pytest.raises(UsageError, match="whole number of 1 or more"):
+        benchlab.run("spring-jetty", load="count", users=users, loops=loops, results_dir=tmp_path)
+
+
+def test_an_invalid_plan_is_refused(jetty, tmp_path):
+    plan = tmp_path / "broken.jmx"
+    plan.write_text("<jmeterTestPlan><hashTree>")
+    with pytest.raises(UsageError, match="not a JMeter plan"):
+        benchlab.run(attached(jetty), load="count", users=2, loops=2, driver="jmeter", plan=str(plan),
+                     results_dir=tmp_path)
+
+
+def test_a_jmeter_run_that_writes_no_jtl_is_an_error(tmp_path):
+    # A real plan with a thread group but no sampler: JMeter runs it, exits 0 and records nothing.
+    xml = jmeter.plan("http://127.0.0.1:9", SCENARIOS["hello"], Load.count(users=1, loops=1))
+    start, end = xml.index("<HTTPSamplerProxy"), xml.index("</HTTPSamplerProxy>") + len("</HTTPSamplerProxy>")
+    plan = tmp_path / "nothing.jmx"
+    plan.write_text(xml[:start] + xml[end:].replace("<hashTree/>", "", 1))
+    load = Load.count(users=1, loops=1, plan=str(plan))
+    with pytest.raises(LoadError, match="no JTL|no rows"):
+        drivers.execute(drivers.tool("jmeter"), "http://127.0.0.1:9", SCENARIOS["hello"], load, cpus=(1,),
+                        workdir=tmp_path / "run")
+
+
+@pytest.mark.parametrize("name, install", [("vegeta", "go install github.com/tsenart/vegeta"),
+                                           ("jmeter", "install-drivers.sh"),
+                                           ("h2load", "apt-get install nghttp2-client")])
+def test_a_missing_tool_names_its_install(name, install, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))        # no tool on PATH
+    monkeypatch.setenv("BENCHLAB_HOME", str(tmp_path))  # and no .tools beside it
+    options = {"vegeta": dict(load="rate", rate=10), "jmeter": dict(load="count", users=1, loops=1, driver="jmeter"),
+               "h2load": dict(load="count", users=1, loops=1)}[name]
+    with pytest.raises(ToolMissing, match=install.replace(".", r"\.")):
+        benchlab.run(benchlab.Server.from_url("http://127.0.0.1:9/hello"), results_dir=tmp_path, **options)
+
+
+# --- coordinated omission -------------------------------------------------------------------------------
+
+def stalled(pid: int, *, after: float, pause: float) -> threading.Thread:
+    """A timer thread that stops the server (SIGSTOP) ``after`` seconds, for ``pause`` seconds."""
+
+    def stall() -> None:
+        threading.Event().wait(after)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            threading.Event().wait(pause)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=stall, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_open_model_sees_a_stall_the_closed_loop_hides(jetty, tmp_path):
+    """A one-second SIGSTOP of the server, mid-run, under a closed loop (h2load) and an open one (vegeta).
+
+    h2load is the closed loop because its log holds every request's own latency. (Debian's wrk 4.1 is
+    no clean closed loop here: it adds latency samples of its own for the requests a stall kept it from
+    sending, so its p99 shows much of the stall too.)
+    """
+    pid = jetty.process.pid
+    server = attached(jetty)
+    # Size the closed loop to last about 3 s on this machine, so the stall at 1 s falls inside it.
+    probe = benchlab.run(server, load="count", users=10, loops=500, results_dir=tmp_path)
+    loops = max(300, round(probe.metrics["rps"] * 3 / 10))  # 3000 requests or more: 10 stalled are < 1%
+    try:
+        timer = stalled(pid, after=1.0, pause=1.0)
+        closed = benchlab.run(server, load="count", users=10, loops=loops, results_dir=tmp_path)
+        timer.join()
+        timer = stalled(pid, after=1.0, pause=1.0)
+        open_ = benchlab.run(server, load="rate", rate=200, duration="3s", warmup="0s", results_dir=tmp_path)
+        timer.join()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    c, o = closed.metrics, open_.metrics
+    print(f"closed loop (h2load, 10 users): p99 {c['p99'] * 1000:.1f} ms, max {c['lat_max'] * 1000:.0f} ms, "
+          f"{c['requests']} requests in {c['elapsed_s']:.1f} s; open loop (vegeta, 200/s): "
+          f"p99 {o['p99'] * 1000:.1f} ms, max {o['lat_max'] * 1000:.0f} ms, {o['requests']} requests")
+    # Both saw the one-second stall ...
+    assert c["elapsed_s"] > 2.0 and c["lat_max"] > 0.8 and o["lat_max"] > 0.8
+    # ... but the closed loop stopped sending during it, so only its 10 in-flight requests waited: its p99
+    # stays low. The open loop kept sending 200/s, so a third of its requests waited: its p99 is the stall.
+    assert o["p99"] > 0.6
+    assert c["p99"] < o["p99"] / 3
