@@ -132,25 +132,24 @@ _SIZE = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _COUNT = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
 
 
-def _time(text: str) -> float:
-    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+def _scaled(text: str, units: dict, what: str) -> float:
+    """``"1.5k"`` with ``{"k": 1e3}`` -> 1500.0: a number followed by one of ``units``."""
+    m = re.fullmatch(r"([\d.]+)(%s)" % "|".join(sorted(units, key=len, reverse=True)), text)
     if not m:
-        raise LoadError(f"wrk report: cannot read the time {text!r}")
-    return float(m.group(1)) * _TIME[m.group(2)]
+        raise LoadError(f"wrk report: cannot read the {what} {text!r}")
+    return float(m.group(1)) * units[m.group(2)]
+
+
+def _time(text: str) -> float:
+    return _scaled(text, _TIME, "time")
 
 
 def _count(text: str) -> float:
-    m = re.fullmatch(r"([\d.]+)([kMG]?)", text)
-    if not m:
-        raise LoadError(f"wrk report: cannot read the number {text!r}")
-    return float(m.group(1)) * _COUNT[m.group(2)]
+    return _scaled(text, _COUNT, "number")
 
 
 def _size(text: str) -> float:
-    m = re.fullmatch(r"([\d.]+)(B|KB|MB|GB|TB)", text)
-    if not m:
-        raise LoadError(f"wrk report: cannot read the size {text!r}")
-    return float(m.group(1)) * _SIZE[m.group(2)]
+    return _scaled(text, _SIZE, "size")
 
 
 def parse_text(text: str) -> dict:
