@@ -97,16 +97,34 @@ def ours(client) -> list:
 
 
 def run_watched(spec, directory: Path, client, *, at: str = "verify"):
-    """execute() a spec, inspecting its containers (through the SDK) while the server runs."""
+    """execute() a spec while a thread inspects (through the SDK) every container of the run from phase ``at`` on.
+
+    Returns the run and the inspections, one per container (the load container appears only during load).
+    """
     run_id = api.new_run_id(spec)
-    seen: dict = {}
+    seen: dict[str, dict] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for container in labelled(client, run_id):
+                if container.id not in seen and container.status == "running":
+                    seen[container.id] = client.api.inspect_container(container.id)
+            done.wait(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
 
     def phase(name: str) -> None:
         if name == at:
-            seen["containers"] = [client.api.inspect_container(c.id) for c in labelled(client, run_id)]
+            watcher.start()
 
-    record = api.execute(spec, directory / run_id, run_id=run_id, on_phase=phase)
-    return record, seen.get("containers", [])
+    try:
+        record = api.execute(spec, directory / run_id, run_id=run_id, on_phase=phase)
+    finally:
+        done.set()
+        if watcher.is_alive():
+            watcher.join(5)
+    return record, list(seen.values())
 
 
 # --- without an engine: parsers and refusals ---------------------------------------------------------------
