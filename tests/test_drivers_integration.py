@@ -215,3 +215,30 @@ def test_the_open_model_sees_a_stall_the_closed_loop_hides(jetty, tmp_path):
     # stays low. The open loop kept sending 200/s, so a third of its requests waited: its p99 is the stall.
     assert o["p99"] > 0.6
     assert c["p99"] < o["p99"] / 3
+
+
+# --- doctor ---------------------------------------------------------------------------------------------
+
+def test_doctor_lists_every_driver_and_runtime(capsys):
+    from benchlab.cli import main
+    from benchlab.doctor import doctor
+
+    rows = {row["tool"]: row for row in doctor()}
+    assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker"]
+    for name in ("wrk", "h2load", "jmeter", "vegeta", "java", "mvn"):
+        assert rows[name]["installed"] and rows[name]["version"] not in (None, "unknown"), rows[name]
+    assert rows["jmeter"]["version"].startswith("Apache JMeter 5.6")
+    assert rows["vegeta"]["version"] == "vegeta v12.13.0" and rows["vegeta"]["models"] == ["rate"]
+    assert main(["doctor"]) == 0
+    assert "h2load" in capsys.readouterr().out
+
+
+def test_doctor_says_how_to_install_what_is_missing(tmp_path, monkeypatch):
+    from benchlab.doctor import doctor
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("BENCHLAB_HOME", str(tmp_path))
+    rows = {row["tool"]: row for row in doctor()}
+    assert not any(row["installed"] for row in rows.values())
+    assert "go install" in rows["vegeta"]["install"] and "install-drivers.sh" in rows["jmeter"]["install"]
+    assert "nghttp2-client" in rows["h2load"]["install"] and "openjdk-17" in rows["java"]["install"]
