@@ -18,7 +18,6 @@ import io
 import math
 import re
 import shutil
-import subprocess
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
