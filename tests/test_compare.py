@@ -94,3 +94,11 @@ def test_a_cell_that_fails_every_repeat_is_reported_and_the_rest_go_on(jars, tmp
     flags = suite.flags()
     assert {"failed", "all_failed"} <= set(flags.loc[flags.server == "broken", "flag"])
     assert "exited during start" in suite.runs.set_index("server").loc["broken", "error"]
+
+
+def test_restart_never_keeps_one_server_for_its_runs(jars, tmp_path, no_jvm_left):
+    suite = benchlab.compare(["spring-undertow"], ["hello"], [4], repeats=2, duration="1s", warmup=0,
+                             restart="never", results_dir=tmp_path, progress=False)
+    pids = {record.metadata["backend"]["pid"] for record in suite.records}
+    assert len(suite.runs) == 2 and (suite.runs["status"] == "ok").all()
+    assert len(pids) == 1, "both repeats ran against the same server process"
