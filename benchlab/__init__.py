@@ -14,13 +14,14 @@ from .load import Load  # noqa: E402
 from .results import Run, Suite, load  # noqa: E402
 from .servers import Scenario, Server, build  # noqa: E402
 from .api import compare, run  # noqa: E402
-from .importers import import_wrk  # noqa: E402
+from .importers import import_jtl, import_wrk  # noqa: E402
 
 __all__ = [
     "run",
     "compare",
     "load",
     "import_wrk",
+    "import_jtl",
     "build",
     "Server",
     "Scenario",

@@ -63,6 +63,43 @@ def import_wrk(text: str, *, server: str, label: str | None = None, scenario: st
     return record
 
 
+def import_jtl(jtl: str | Path, *, server: str, label: str | None = None, scenario: str = "reflect",
+               users: int | None = None, loops: int | None = None, repeat: int = 1,
+               results_dir: str | Path | None = None) -> Run:
+    """A :class:`Run` from a JMeter JTL (CSV with its header row): a path or the text itself.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> run = benchlab.import_jtl("results.jtl", server="spring-undertow", users=100, loops=1000)  # doctest: +SKIP
+    """
+    from .drivers.jmeter import parse
+
+    if not server:
+        raise UsageError("import_jtl needs server=..., the name to file the run under")
+    text = str(jtl)
+    if isinstance(jtl, Path) or ("\n" not in text and Path(text).exists()):
+        text = Path(jtl).read_text()
+    metrics = parse(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    run_id = f"import-{server}-{scenario}-r{repeat}-{digest}"
+    record = Run(
+        id=run_id,
+        params=_params(server, scenario, "jmeter", "count", repeat=repeat, users=users, loops=loops,
+                       connections=users),
+        metrics={**{k: None for k in ("startup_ms", "target_rps")}, **metrics},
+        metadata={"imported": {"source": "JMeter JTL"}},
+        label=label, key=f"import-{server}-{scenario}", suite=label,
+        started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
+    )
+    if results_dir is not None:
+        directory = Path(results_dir) / run_id
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "results.jtl").write_text(text)
+        save(record, directory)
+    return record
+
+
 def published(experiment: str = "wrk"):
     """The published figures of ``experiment`` ("wrk" or "jmeter") from ``data/published/`` as a frame."""
     import pandas as pd

@@ -161,3 +161,12 @@ def test_from_command_needs_a_port():
     assert benchlab.Server.from_command(["./server", "--port", "{port}"]).argv(81) == ["./server", "--port", "81"]
 
 
+
+
+def test_import_jtl(tmp_path):
+    from .conftest import CAPTURES
+
+    run = benchlab.import_jtl(CAPTURES / "jmeter-hello.jtl", server="spring-tomcat", users=4, loops=50,
+                              results_dir=tmp_path)
+    assert run.metrics["requests"] > 0 and run.params["driver"] == "jmeter" and run.params["users"] == 4
+    assert benchlab.load(tmp_path).runs.loc[0, "rps"] == pytest.approx(run.metrics["rps"])
