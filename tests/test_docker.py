@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from docker.errors import NotFound
 
 import benchlab
 from benchlab import api, images, servers
@@ -109,7 +110,10 @@ def run_watched(spec, directory: Path, client, *, at: str = "verify"):
         while not done.is_set():
             for container in labelled(client, run_id):
                 if container.id not in seen and container.status == "running":
-                    seen[container.id] = client.api.inspect_container(container.id)
+                    try:
+                        seen[container.id] = client.api.inspect_container(container.id)
+                    except NotFound:  # removed between the list and the inspect: the run ended
+                        pass
             done.wait(0.1)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -343,15 +347,22 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
 
 @pytest.mark.docker
 @pytest.mark.integration
-def test_server_on_a_second_engine_with_local_wrk(docker_host, client, remote_host, jars, tmp_path):
-    """The two-machine recipe on one machine: the server on the 'remote' engine, wrk here."""
+@pytest.mark.parametrize("load", ["local wrk", "wrk in a container on the first engine"])
+def test_server_on_a_second_engine(docker_host, client, remote_host, jars, tmp_path, load):
+    """The two-machine recipe on one machine: the server on the 'remote' engine; wrk here, or on the other engine."""
     remote = docker_backend.connect(remote_host)
     images.build_servers(remote)  # the base comes from the jlink cache: no second jlink
+    options = {"docker_host": remote_host}
+    if load != "local wrk":
+        options["load_docker_host"] = docker_host
     spec = api.prepare("spring-tomcat", "hello", backend="docker", server_cpus="0", load_cpus="1",
-                       backend_options={"docker_host": remote_host}, **SHORT)
+                       backend_options=options, **SHORT)
     record, containers = run_watched(spec, tmp_path, remote, at="measure")
     assert record.metrics["rps"] > 0 and record.metrics["server_samples"] >= 2
-    assert [c["Name"] for c in containers] == [f"/benchlab-{record.id}"]
-    assert record.metadata["backend"]["docker_host"] == remote_host
-    assert record.metadata["backend"]["load_in_container"] is False
+    assert [c["Name"] for c in containers] == [f"/benchlab-{record.id}"]  # only the server is on that engine
+    backend = record.metadata["backend"]
+    assert backend["docker_host"] == remote_host
+    assert backend["load_in_container"] is (load != "local wrk")
+    if load != "local wrk":
+        assert backend["load_docker_host"] == docker_host and record.metrics["load_samples"] >= 1
     assert not labelled(remote, record.id) and not labelled(client, record.id)

@@ -318,12 +318,7 @@ class DockerInstance:
             if not _is_not_found(exc):
                 raise
         finally:
-            if container is not None:
-                try:
-                    container.remove(force=True)
-                except Exception as exc:
-                    if not _is_not_found(exc) and "already in progress" not in str(exc):
-                        raise
+            _remove(self.client, container, self.name)
 
 
 # --- load in a container --------------------------------------------------------------------------------
@@ -362,11 +357,12 @@ class ContainerLoad:
         self.count += 1
         name = container_name(self.run_id, f"-load-{self.count}")
         began = time.monotonic()
-        container = self.client.containers.create(
-            self.image.tag, command=command, name=name, labels={**self.labels, ROLE_LABEL: "load"},
-            network_mode="host", cpuset_cpus=format_cpus(cpus) if cpus else None, detach=True,
-        )
+        container = None
         try:
+            container = self.client.containers.create(
+                self.image.tag, command=command, name=name, labels={**self.labels, ROLE_LABEL: "load"},
+                network_mode="host", cpuset_cpus=format_cpus(cpus) if cpus else None, detach=True,
+            )
             container.put_archive("/bench", _tar(files))
             container.start()
             if monitor is not None:
@@ -379,8 +375,17 @@ class ContainerLoad:
             stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
             stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
         finally:
-            container.remove(force=True)
+            _remove(self.client, container, name)
         return Finished(tuple(command), status, stdout, stderr, time.monotonic() - began)
+
+
+def _remove(client, container, name: str) -> None:
+    """Remove a container by its id, or by its exact name when an interrupt came before the id was known."""
+    try:
+        (container or client.containers.get(name)).remove(force=True)
+    except Exception as exc:
+        if not _is_not_found(exc) and "already in progress" not in str(exc):
+            raise
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
@@ -497,12 +502,8 @@ class DockerBackend:
     def _remove_by_name(self, instance: DockerInstance | None, run_id: str) -> None:
         if instance is not None:
             instance.stop()
-            return
-        try:  # interrupted before the instance existed: its container may exist all the same
-            self.client.containers.get(container_name(run_id)).remove(force=True)
-        except Exception as exc:
-            if not _is_not_found(exc):
-                raise
+        else:  # interrupted before the instance existed: its container may exist all the same
+            _remove(self.client, None, container_name(run_id))
 
     def load_runner(self):
         """The runner that puts wrk in its own container, or None for a local wrk process."""
