@@ -249,7 +249,8 @@ class DockerInstance:
                 self.client.api.wait(self.container.id, timeout=60)
                 break
             except requests.exceptions.RequestException:
-                continue  # the wait timed out: the container still runs
+                time.sleep(0.1)  # the wait timed out (the container still runs) or the engine hiccuped
+                continue
             except Exception:
                 break
         self._exited.set()
