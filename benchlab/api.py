@@ -8,12 +8,12 @@ import json
 import os
 import secrets
 import urllib.parse
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import backends, cores, drivers, home, metadata, servers
 from .errors import LoadError, ServerError, UsageError, VerifyError
-from .load import Load, parse_duration
+from .load import Load
 from .monitor import Monitor
 from .results import Run, save
 

@@ -272,8 +272,6 @@ def run_flags(row) -> list[tuple[str, str]]:
     if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:
         out.append(("rate_shortfall", _explain("rate_shortfall", achieved=rps, target=target, share=rps / target)))
     if get("server_cpus") is not None and get("load_cpus") is not None:
-        from .cores import parse_cpus  # noqa: F401  (format only)
-
         server_set = set(str(get("server_cpus")).split(","))
         load_set = set(str(get("load_cpus")).split(","))
         if _expand(server_set) & _expand(load_set):
