@@ -359,7 +359,7 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 """
 
 _WIDGET_NOTE = ('<p class="benchlab-widget"><em>An interactive panel: it works while a kernel runs. Open the '
-                'notebook in JupyterLab to use it; its charts are repeated below as plain output.</em></p>')
+                'notebook in JupyterLab to use it. The charts under it are those of the runs it showed.</em></p>')
 
 
 def _inline_charts(nb) -> int:

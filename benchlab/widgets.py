@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Panel"]
 
+#: Shown where the charts will be until the first run finishes.
+_PLACEHOLDER = {"text/plain": "(the charts appear here when the first run finishes)"}
+
 
 class Panel:
     """Servers, scenario, connections, duration, warm-up and repeats; a Run button, a progress bar, charts.
@@ -76,16 +79,23 @@ class Panel:
         self.clear = w.Button(description="Clear", tooltip="forget the runs shown (they stay on disk)")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", bar_style="info")
         self.status = w.HTML(value="press Run")
-        self.output = w.Output()
+        # The charts are display handles under the panel, not an Output widget: an update then lands in the
+        # notebook's own outputs, so it is kept when the notebook is saved or executed by papermill (which
+        # also stalls on large Output-widget messages).
+        self._handles: list = []
         self.button.on_click(lambda _button: self._pressed())
         self.clear.on_click(lambda _button: self.reset())
         form = w.VBox([self.servers, self.scenario, self.connections, self.duration, self.warmup, self.repeats,
                        w.HBox([self.button, self.clear])])
-        self.widget = w.VBox([form, self.progress, self.status, self.output])
+        self.widget = w.VBox([form, self.progress, self.status])
 
     # -- what Jupyter shows --------------------------------------------------------------------------
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+        self._handles = [display(_PLACEHOLDER, raw=True, display_id=True) for _ in range(2)]
+        self._draw()
 
     # -- running -------------------------------------------------------------------------------------
     def _say(self, text: str, *, error: bool = False) -> None:
@@ -145,7 +155,8 @@ class Panel:
         """Forget the runs shown (they stay on disk) and empty the charts."""
         self.records.clear()
         self.progress.value = 0
-        self.output.clear_output()
+        for handle in self._handles:
+            handle.update(_PLACEHOLDER, raw=True)
         self._say("press Run")
 
     def show(self, records: Iterable[Run]) -> None:
@@ -182,10 +193,7 @@ class Panel:
         return charts.latency(self.runs, note=self._note())
 
     def _draw(self) -> None:
-        from IPython.display import display
-
-        self.output.clear_output(wait=True)
-        with self.output:
-            if any(r.status == "ok" for r in self.records):
-                display(self.throughput())
-                display(self.latency())
+        if self._handles and any(r.status == "ok" for r in self.records):
+            throughput, latency = self._handles
+            throughput.update(self.throughput())
+            latency.update(self.latency())

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchlab import report
+from tests.test_notebooks import compared, stored_runs  # noqa: F401 - fixtures: real runs, made once a session
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("BENCHLAB_CHROMIUM", "/usr/bin/chromium")
