@@ -390,9 +390,10 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
     if table.empty:
         raise ResultsError("no runs with a connection count to sweep: the sweep chart needs load='duration' runs")
     points = sorted(set(table["connections"]))
-    x = alt.X("connections:Q", title="connections",
-              scale=alt.Scale(type="log", base=2, domain=[points[0], points[-1]] if len(points) > 1 else None),
-              axis=alt.Axis(values=points, format="d"))
+    # One connection count is a sweep of one point: let Vega-Lite pad the axis around it.
+    scale = alt.Scale(type="log", base=2, domain=[points[0], points[-1]]) if len(points) > 1 else alt.Scale(
+        type="log", base=2)
+    x = alt.X("connections:Q", title="connections", scale=scale, axis=alt.Axis(values=points, format="d"))
     color = _server_color(_values(frame, "server"))
     lines = alt.Chart(table).mark_line(point=True).encode(
         x=x, y=alt.Y("mean(value):Q", title=None), color=color,

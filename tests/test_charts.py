@@ -202,3 +202,10 @@ def test_describe_and_machine_make_the_subtitle(suite_runs):
                     "load cores 1, Java 17.0.15, 3 repeats, AMD EPYC, 2 cores")
     spec = charts.throughput(suite_runs, note=note).to_dict()
     assert " ".join(spec["title"]["subtitle"]).replace(", ", ",").replace(",", ", ") == note
+
+
+def test_a_sweep_of_one_point_still_draws():
+    chart = charts.sweep(frame(make_run("spring-tomcat", 1, connections=64), make_run("spring-jetty", 1, connections=64)))
+    x = layers(chart.to_dict())[0]["encoding"]["x"]
+    assert x["scale"] == {"type": "log", "base": 2} and x["axis"]["values"] == [64]
+    rendered(chart)
