@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -315,32 +316,33 @@ def test_interrupted_compare_leaves_no_container(docker_host, client, server_ima
 def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, client, server_images):
     """A process that labelled a container and was killed leaves it; the next backend removes it."""
     wrk = images.build_wrk(client)
+    suffix = secrets.token_hex(3)
     script = (
         "import sys, time\n"
         "from benchlab.backends import docker as d\n"
         "c = d.connect(sys.argv[1])\n"
-        "box = c.containers.create(sys.argv[2], command=['wrk', '-v'], name='benchlab-stale-test',\n"
-        "                          labels={d.RUN_LABEL: 'stale-test', d.OWNER_LABEL: d._owner()})\n"
+        "box = c.containers.create(sys.argv[2], command=['wrk', '-v'], name='benchlab-stale-' + sys.argv[3],\n"
+        "                          labels={d.RUN_LABEL: 'stale-' + sys.argv[3], d.OWNER_LABEL: d._owner()})\n"
         "print(box.id, flush=True)\n"
         "time.sleep(600)\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", script, docker_host, wrk.tag], stdout=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-c", script, docker_host, wrk.tag, suffix], stdout=subprocess.PIPE, text=True,
                              cwd=ROOT)
     try:
         stale_id = child.stdout.readline().strip()
     finally:
         child.kill()  # SIGKILL: no cleanup runs in it
         child.wait()
-    mine = client.containers.create(wrk.tag, command=["wrk", "-v"], name="benchlab-live-owner-test",
-                                    labels={docker_backend.RUN_LABEL: "live-test",
+    mine = client.containers.create(wrk.tag, command=["wrk", "-v"], name=f"benchlab-live-{suffix}",
+                                    labels={docker_backend.RUN_LABEL: f"live-{suffix}",
                                             docker_backend.OWNER_LABEL: docker_backend._owner()})
     try:
-        assert [c.id for c in labelled(client, "stale-test")] == [stale_id]
+        assert [c.id for c in labelled(client, f"stale-{suffix}")] == [stale_id]
         backend = docker_backend.DockerBackend(docker_host=docker_host)
         backend.client  # noqa: B018 - connecting is the backend's start-up
-        assert "benchlab-stale-test" in backend.removed_stale
-        assert not labelled(client, "stale-test")
-        assert [c.id for c in labelled(client, "live-test")] == [mine.id], "a live process's container was removed"
+        assert f"benchlab-stale-{suffix}" in backend.removed_stale
+        assert not labelled(client, f"stale-{suffix}")
+        assert [c.id for c in labelled(client, f"live-{suffix}")] == [mine.id], "a live process's container was removed"
     finally:
         mine.remove(force=True)
 
