@@ -53,10 +53,26 @@ install_dockerd() {
   # The package's own service is not ours to run; benchlab starts its own engines.
 }
 
+wait_answer() {
+  # $1: the pid that must stay alive meanwhile
+  for _ in $(seq 1 300); do
+    answers && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 start() {
-  if running_pid >/dev/null && answers; then
-    echo "$host"
-    return 0
+  local pid
+  if pid="$(running_pid)"; then
+    # Running already (perhaps still starting, from another shell): use it rather than start a second one.
+    if wait_answer "$pid"; then
+      echo "$host"
+      return 0
+    fi
+    echo "dockerd.sh: dockerd '$name' (pid $pid) runs but does not answer on $socket; see $log, or stop it" >&2
+    exit 1
   fi
   install_dockerd
   mkdir -p "$run_dir" "$data_root"
@@ -72,20 +88,17 @@ start() {
     --ip-masq=false \
     >"$log" 2>&1 </dev/null &
   local launcher=$!
-  for _ in $(seq 1 300); do
-    if answers; then
-      echo "$host"
-      return 0
-    fi
-    if ! kill -0 "$launcher" 2>/dev/null; then
-      echo "dockerd.sh: dockerd '$name' exited during start; last lines of $log:" >&2
-      tail -n 20 "$log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  echo "dockerd.sh: dockerd '$name' did not answer on $socket within 30 s; see $log" >&2
-  kill "$launcher" 2>/dev/null || true
+  if wait_answer "$launcher"; then
+    echo "$host"
+    return 0
+  fi
+  if ! kill -0 "$launcher" 2>/dev/null; then
+    echo "dockerd.sh: dockerd '$name' exited during start; last lines of $log:" >&2
+    tail -n 20 "$log" >&2
+  else
+    echo "dockerd.sh: dockerd '$name' did not answer on $socket within 30 s; stopping it; see $log" >&2
+    kill "$launcher" 2>/dev/null || true
+  fi
   exit 1
 }
 
