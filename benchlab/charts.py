@@ -531,9 +531,12 @@ def published(runs: "pd.DataFrame", reference: "pd.DataFrame", *, baseline: str,
     table = pd.DataFrame(rows)
     unit = "requests/s" if metric == "rps" else "s"
     color = alt.Color("source:N", title=None, scale=alt.Scale(domain=["benchlab (ours)", "published"]))
-    x = alt.X("server:N", title=None, sort=sorted(set(table["server"])), axis=alt.Axis(labelAngle=0))
+    # Explicit domains: the bars and the dots then share one x scale without Vega-Lite unioning two sorts.
+    x = alt.X("server:N", title=None, axis=alt.Axis(labelAngle=0),
+              scale=alt.Scale(domain=sorted(set(table["server"]))))
+    offset = alt.XOffset("source:N", scale=alt.Scale(domain=["benchlab (ours)", "published"]))
     bars = alt.Chart(table).transform_filter(alt.datum.kind == "mean").mark_bar(opacity=0.6).encode(
-        x=x, xOffset=alt.XOffset("source:N"), y=alt.Y("ratio:Q", title=f"{metric} ratio to {base} (x)"),
+        x=x, xOffset=offset, y=alt.Y("ratio:Q", title=f"{metric} ratio to {base} (x)"),
         color=color,
         tooltip=[alt.Tooltip("source:N"), alt.Tooltip("server:N"),
                  alt.Tooltip("ratio:Q", title=f"ratio to {base}", format=".2f"),
@@ -541,7 +544,7 @@ def published(runs: "pd.DataFrame", reference: "pd.DataFrame", *, baseline: str,
                  alt.Tooltip("n:Q", title="runs")],
     )
     dots = alt.Chart(table).transform_filter(alt.datum.kind == "run").mark_circle(size=45, color="black").encode(
-        x=x, xOffset=alt.XOffset("source:N"), y="ratio:Q", detail="source:N",
+        x=x, xOffset=offset, y="ratio:Q", detail="source:N",
         tooltip=[alt.Tooltip("source:N"), alt.Tooltip("server:N"), alt.Tooltip("n:Q", title="run"),
                  alt.Tooltip("ratio:Q", title=f"ratio to {base}", format=".2f"),
                  alt.Tooltip("value:Q", title=f"{metric} ({unit})", format=",.4g")],

@@ -56,7 +56,7 @@ def test_report_draws_every_chart_offline_without_errors(rendered, browser, tmp_
     errors: list[str] = []
     outside: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type in ("error", "warning") else None)
 
     def refuse(route):
         if route.request.url.startswith("file:"):
