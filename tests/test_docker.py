@@ -160,9 +160,10 @@ def test_bad_memory_names_the_fix(text):
 
 
 def test_engine_off_loopback_needs_allow_remote(tmp_path):
+    backend = docker_backend.DockerBackend(docker_host="tcp://192.0.2.10:2375")
+    launch = Launch(run_id="remote-test", port=18080, cpus=(0,), log_path=tmp_path / "server.log")
     with pytest.raises(UsageError, match="allow_remote=True"):
-        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://192.0.2.10:2375", results_dir=tmp_path,
-                     **SHORT)
+        backend.start(servers.get("spring-jetty"), launch)  # refused before any connection is tried
     docker_backend.check_engine("tcp://192.0.2.10:2375", allow_remote=True)
     docker_backend.check_engine("tcp://127.0.0.1:2375", allow_remote=False)
     docker_backend.check_engine("unix:///run/benchlab-docker/benchlab.sock", allow_remote=False)
@@ -171,8 +172,9 @@ def test_engine_off_loopback_needs_allow_remote(tmp_path):
 def test_unreachable_engine_says_how_to_start_one(tmp_path):
     with pytest.raises(ToolMissing, match=r"not reachable at unix:///nonexistent/docker.sock.*dockerd.sh start"):
         docker_backend.connect("unix:///nonexistent/docker.sock")
+    launch = Launch(run_id="unreachable-test", port=18080, cpus=(0,), log_path=tmp_path / "server.log")
     with pytest.raises(ToolMissing, match="dockerd.sh start"):
-        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://127.0.0.1:1", results_dir=tmp_path, **SHORT)
+        docker_backend.DockerBackend(docker_host="tcp://127.0.0.1:1").start(servers.get("spring-jetty"), launch)
 
 
 def test_unknown_backend_option_is_named():
@@ -274,6 +276,16 @@ def test_cpuset_that_does_not_exist(docker_host, client, server_images, tmp_path
         benchlab.run("spring-jetty", backend="docker", docker_host=docker_host, server_cpus=str(count + 5),
                      results_dir=tmp_path, **SHORT)
     assert not ours(client)
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+def test_run_refuses_an_engine_off_loopback_and_accepts_it_with_allow_remote(jars, tmp_path):
+    with pytest.raises(UsageError, match="allow_remote=True"):
+        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://192.0.2.10:2375", results_dir=tmp_path,
+                     **SHORT)
+    with pytest.raises(ToolMissing, match="not reachable at tcp://127.0.0.1:1"):  # loopback: no allow_remote needed
+        benchlab.run("spring-jetty", backend="docker", docker_host="tcp://127.0.0.1:1", results_dir=tmp_path, **SHORT)
 
 
 @pytest.mark.docker
