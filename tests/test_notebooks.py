@@ -131,6 +131,20 @@ def test_sweep_notebook_finds_a_knee_per_server(tmp_path, jars):
     assert "knee: fewest connections" in text and "spring-jetty" in text
 
 
+def test_sweep_notebook_over_rates_draws_latency_against_throughput(tmp_path, jars):
+    results = tmp_path / "rate-results"
+    done = report.execute(NOTEBOOKS / "sweep.ipynb", {**TINY, "connections": [16], "rates": [100, 300], "repeats": 1,
+                                                      "results_dir": str(results)}, output=tmp_path / "rates.ipynb")
+    assert errors(done.ipynb) == []
+    runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    assert sorted((r["params"]["driver"], r["params"]["rate"]) for r in runs) == [
+        ("vegeta", 100.0), ("vegeta", 100.0), ("vegeta", 300.0), ("vegeta", 300.0)]
+    spec = charts_in(done.ipynb)[0]
+    assert spec["title"]["text"].startswith("Latency against throughput")
+    assert sorted({v["target"] for v in list(spec["datasets"].values())[0]}) == [100.0, 300.0]
+    assert "highest rate served at" in text_of(done.ipynb)
+
+
 def test_reproduce_notebook_sets_ours_beside_the_published(tmp_path, jars):
     results = tmp_path / "reproduce-results"
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
