@@ -281,8 +281,8 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
                  alt.Tooltip("ci_high:Q", title="95% CI high", format=",.0f"),
                  alt.Tooltip("n:Q", title="repeats")],
     )
-    bars_ci = base.transform_filter(alt.datum.kind == "cell").mark_errorbar(ticks=True, thickness=2,
-                                                                           clip=True).encode(
+    bars_ci = base.transform_filter("datum.kind === 'cell' && isValid(datum.ci_low)").mark_errorbar(
+        ticks=True, thickness=2, clip=True).encode(
         y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
         color=alt.value("black"),
     )
@@ -291,7 +291,10 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=metric, format=",.1f"), alt.Tooltip("id:N", title="run")],
     )
-    layered = alt.layer(bars, bars_ci, repeats).properties(width=_WIDTH, height=_HEIGHT)
+    # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
+    with_ci = any(_number(c["ci_low"]) is not None for c in cells)
+    layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
+        width=_WIDTH, height=_HEIGHT)
     return layered.facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("load_point:N", title=None, sort=order),

@@ -90,6 +90,7 @@ def test_throughput_with_one_repeat_has_no_interval():
     values = list(chart.to_dict()["datasets"].values())[0]
     cell = next(v for v in values if v["kind"] == "cell")
     assert cell["n"] == 1 and cell["ci_low"] is None and cell["ci_high"] is None
+    assert [layer["mark"]["type"] for layer in layers(chart.to_dict())] == ["bar", "circle"]   # no error bars
     rendered(chart)
 
 
