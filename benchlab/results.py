@@ -25,7 +25,7 @@ METRICS = (
     "lat_min", "lat_mean", "lat_stdev", "lat_max",
     "p50", "p75", "p90", "p99", "p999", "p9999",
     "errors_connect", "errors_read", "errors_write", "errors_status", "errors_timeout",
-    "target_rps",
+    "target_rps", "note",
 )
 
 #: Measured around the load: the monitor's summary and the server's start.

@@ -51,6 +51,7 @@ FLAGS = {
                       "server could not keep the rate, so latencies are not those of the target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
     "failed": "the run failed: {error}",
+    "driver_note": "the load tool says: {note}",
     "all_failed": "every repeat of this cell failed; the other cells went on",
 }
 
@@ -271,6 +272,9 @@ def run_flags(row) -> list[tuple[str, str]]:
     target = num("target_rps")
     if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:
         out.append(("rate_shortfall", _explain("rate_shortfall", achieved=rps, target=target, share=rps / target)))
+    note = get("note")
+    if isinstance(note, str) and note:
+        out.append(("driver_note", _explain("driver_note", note=note)))
     if get("server_cpus") is not None and get("load_cpus") is not None:
         server_set = set(str(get("server_cpus")).split(","))
         load_set = set(str(get("load_cpus")).split(","))
