@@ -99,6 +99,8 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
                      timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
     driver_ = drivers.get(driver, load_.model)
+    if hasattr(driver_, "check"):  # a driver's own input checks (a user's .jmx), before anything starts
+        driver_.check(load_)
     if backend not in backends.NAMES:
         raise UsageError(f"unknown backend {backend!r}: choose one of {', '.join(backends.NAMES)}")
     if isinstance(jvm_opts, str):
@@ -180,6 +182,21 @@ class _Attached:
 
 # --- one run ------------------------------------------------------------------------------------------
 
+def _warm_up(driver, url: str, spec: RunSpec, run_dir: Path, runner) -> None:
+    """Warm the server for ``spec.load.warmup`` seconds; nothing of it is recorded.
+
+    A count load has no duration of its own (and h2load's own warm-up option skews its byte counts), so
+    wrk warms the server for it with the same number of connections.
+    """
+    load = spec.load
+    if load.model == "count":
+        driver = drivers.tool("wrk")
+        load = Load(connections=load.users, threads=min(load.threads, load.users), duration=load.warmup,
+                    warmup=load.warmup, timeout=load.timeout)
+    drivers.execute(driver, url, spec.scenario, load, cpus=spec.load_cpus, workdir=run_dir, phase="warmup",
+                    runner=runner)
+
+
 def new_run_id(spec: RunSpec) -> str:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{spec.server.name}-{spec.scenario.name}-c{spec.load.connections}-{secrets.token_hex(2)}"
@@ -221,10 +238,9 @@ def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         info = _server_info(instance.url, spec.server)
         # A backend may run the load tool itself (docker: wrk in its own container).
         runner = backend.load_runner() if hasattr(backend, "load_runner") else None
-        if spec.load.warmup > 0 and spec.load.model != "count":
+        if spec.load.warmup > 0:
             phase("warmup")
-            drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                            workdir=run_dir, phase="warmup", runner=runner)
+            _warm_up(driver, instance.url, spec, run_dir, runner)
         phase("measure")
         with Monitor(spec.sample_interval) as monitor:
             monitor.watch("server", instance.probe)
@@ -482,6 +498,6 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
         port = spec.port or spec.server.port or backends.free_port()
         launch = backends.Launch(run_id=f"shared-{name}", port=port, cpus=spec.server_cpus,
                                  log_path=base / f"{name}.server.log", jvm_opts=spec.jvm_opts, java=spec.java,
-                                 memory=spec.memory)
+                                 memory=spec.memory, allow_remote=spec.allow_remote)
         shared[name] = backend.start(spec.server, launch)
     return shared[name]

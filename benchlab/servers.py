@@ -200,7 +200,9 @@ _STAMP = ".benchlab-build"
 def _source_hash(root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "target" not in path.relative_to(root).parts and path.name != _STAMP:
+        parts = path.relative_to(root).parts
+        # Only what Maven reads: the poms and the sources (a Dockerfile beside them does not change a jar).
+        if path.is_file() and "target" not in parts and (path.name == "pom.xml" or "src" in parts):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()

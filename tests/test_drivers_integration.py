@@ -53,7 +53,7 @@ def attached(instance) -> benchlab.Server:
 # --- each driver, for real ----------------------------------------------------------------------------
 
 def test_h2load_count_with_a_server_benchlab_starts(tmp_path, no_jvm_left):
-    run = benchlab.run("spring-undertow", "hello", load="count", users=16, loops=250, results_dir=tmp_path)
+    run = benchlab.run("spring-undertow", "hello", load="count", warmup="1s", users=16, loops=250, results_dir=tmp_path)
     assert_real(run, "h2load")
     assert run.metrics["requests"] == 4000 and run.params["users"] == 16 and run.params["loops"] == 250
     assert run.metrics["server_samples"] > 0 and run.metadata["server"]["server"] == "undertow"
@@ -61,13 +61,14 @@ def test_h2load_count_with_a_server_benchlab_starts(tmp_path, no_jvm_left):
 
 
 def test_h2load_post(jetty, tmp_path):
-    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", users=4, loops=100, results_dir=tmp_path)
+    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", warmup="1s", users=4, loops=100,
+                       results_dir=tmp_path)
     assert_real(run, "h2load")
     assert run.metrics["requests"] == 400
 
 
 def test_jmeter_generated_plan_records_its_own_cpu(jetty, tmp_path):
-    run = benchlab.run(attached(jetty), load="count", users=10, loops=100, ramp_up=1, driver="jmeter",
+    run = benchlab.run(attached(jetty), load="count", warmup="1s", users=10, loops=100, ramp_up=1, driver="jmeter",
                        results_dir=tmp_path)
     assert_real(run, "jmeter")
     assert run.metrics["requests"] == 1000
@@ -77,7 +78,7 @@ def test_jmeter_generated_plan_records_its_own_cpu(jetty, tmp_path):
 
 
 def test_jmeter_post(jetty, tmp_path):
-    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", users=2, loops=50, driver="jmeter",
+    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", warmup="1s", users=2, loops=50, driver="jmeter",
                        results_dir=tmp_path)
     assert_real(run, "jmeter")
     assert run.metrics["requests"] == 100
@@ -93,7 +94,7 @@ def test_jmeter_runs_a_users_own_plan(jetty, tmp_path):
               .replace(">127.0.0.1<", ">${__P(benchlab.host)}<").replace(">9<", ">${__P(benchlab.port)}<"))
     plan = tmp_path / "mine.jmx"
     plan.write_text(xml)
-    run = benchlab.run(attached(jetty), load="count", users=3, loops=40, driver="jmeter", plan=str(plan),
+    run = benchlab.run(attached(jetty), load="count", warmup="1s", users=3, loops=40, driver="jmeter", plan=str(plan),
                        results_dir=tmp_path)
     assert_real(run, "jmeter")
     assert run.metrics["requests"] == 120 and run.params["plan"] == str(plan)
@@ -193,11 +194,11 @@ def test_the_open_model_sees_a_stall_the_closed_loop_hides(jetty, tmp_path):
     pid = jetty.process.pid
     server = attached(jetty)
     # Size the closed loop to last about 3 s on this machine, so the stall at 1 s falls inside it.
-    probe = benchlab.run(server, load="count", users=10, loops=500, results_dir=tmp_path)
+    probe = benchlab.run(server, load="count", users=10, loops=500, warmup="3s", results_dir=tmp_path)
     loops = max(300, round(probe.metrics["rps"] * 3 / 10))  # 3000 requests or more: 10 stalled are < 1%
     try:
         timer = stalled(pid, after=1.0, pause=1.0)
-        closed = benchlab.run(server, load="count", users=10, loops=loops, results_dir=tmp_path)
+        closed = benchlab.run(server, load="count", users=10, loops=loops, warmup="0s", results_dir=tmp_path)
         timer.join()
         timer = stalled(pid, after=1.0, pause=1.0)
         open_ = benchlab.run(server, load="rate", rate=200, duration="3s", warmup="0s", results_dir=tmp_path)

@@ -141,6 +141,11 @@ class JMeter:
         self.phase = "measure"
         self.planned: int | None = None
 
+    def check(self, load) -> None:
+        """Refuse a user's plan that is not a JMeter plan before any server starts."""
+        if load.plan:
+            check_plan(load.plan)
+
     def executable(self) -> str:
         """The JMeter launcher: ``.tools/jmeter/bin/ApacheJMeter.jar``, or a jmeter 5.x script on PATH."""
         jar = _tools_home() / "bin" / "ApacheJMeter.jar"
