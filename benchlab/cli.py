@@ -92,6 +92,9 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--java", default=None, help="the java binary (default: java on PATH)")
     parser.add_argument("--memory", default=None, help="docker: the container memory limit, e.g. 1g")
     parser.add_argument("--docker-host", default=None, help="docker: the engine for the server (DOCKER_HOST url)")
+    parser.add_argument("--load-docker-host", default=None, help="docker: the engine for wrk's container")
+    parser.add_argument("--load-in-container", action="store_true", help="docker: run wrk in its own container")
+    parser.add_argument("--base-image", default=None, help="docker: a registry base image, e.g. eclipse-temurin:17-jre")
     parser.add_argument("--allow-remote", action="store_true", help="allow load to a non-loopback address")
     parser.add_argument("--results-dir", default=None, help="where results go (default data/results)")
 
@@ -102,8 +105,11 @@ def _common(args) -> dict:
                    driver=args.driver, backend=args.backend, server_cpus=args.server_cpus,
                    load_cpus=args.load_cpus, jvm_opts=args.jvm_opts, java=args.java, memory=args.memory,
                    allow_remote=args.allow_remote, results_dir=args.results_dir)
-    if args.docker_host:
-        options["docker_host"] = args.docker_host
+    for name in ("docker_host", "load_docker_host", "base_image"):
+        if getattr(args, name):
+            options[name] = getattr(args, name)
+    if args.load_in_container:
+        options["load_in_container"] = True
     return options
 
 
