@@ -20,6 +20,16 @@ def _params(server: str, scenario: str, driver: str, load: str, **values) -> dic
     return params
 
 
+def _store(record: Run, results_dir, raw_name: str, text: str) -> Run:
+    """With ``results_dir``, keep the run (and the text it came from) where :func:`benchlab.load` finds it."""
+    if results_dir is not None:
+        directory = Path(results_dir) / record.id
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / raw_name).write_text(text)
+        save(record, directory)
+    return record
+
+
 def import_wrk(text: str, *, server: str, label: str | None = None, scenario: str = "hello", repeat: int = 1,
                results_dir: str | Path | None = None) -> Run:
     """A :class:`Run` from a wrk ``--latency`` text report you already have.
@@ -55,12 +65,7 @@ def import_wrk(text: str, *, server: str, label: str | None = None, scenario: st
         label=label, key=f"import-{server}-{scenario}", suite=label,
         started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
     )
-    if results_dir is not None:
-        directory = Path(results_dir) / run_id
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "wrk.out").write_text(text)
-        save(record, directory)
-    return record
+    return _store(record, results_dir, "wrk.out", text)
 
 
 def import_jtl(jtl: str | Path, *, server: str, label: str | None = None, scenario: str = "reflect",
@@ -92,12 +97,7 @@ def import_jtl(jtl: str | Path, *, server: str, label: str | None = None, scenar
         label=label, key=f"import-{server}-{scenario}", suite=label,
         started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
     )
-    if results_dir is not None:
-        directory = Path(results_dir) / run_id
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "results.jtl").write_text(text)
-        save(record, directory)
-    return record
+    return _store(record, results_dir, "results.jtl", text)
 
 
 def published(experiment: str = "wrk"):
