@@ -88,16 +88,15 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     """Check every argument of :func:`run` and resolve the defaults, starting nothing."""
     server = servers.get(server)
     scenario_ = server.scenario(scenario)
+    server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
     if isinstance(load, Load):
         load_ = load
     else:
-        server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
         if threads is None:
             count = users if load == "count" and isinstance(users, int) else connections
             threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
         load_ = Load(model=load, connections=connections, threads=threads, duration=duration, warmup=warmup,
                      timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
-    server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
     driver_ = drivers.get(driver, load_.model)
     if hasattr(driver_, "check"):  # a driver's own input checks (a user's .jmx), before anything starts
         driver_.check(load_)
@@ -151,15 +150,15 @@ def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tu
 def _server_info(url: str, server: servers.Server) -> dict:
     if server.kind != "spring":
         return {"server": server.name, "server_version": None}
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     try:
-        conn = http.client.HTTPConnection(urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port,
-                                          timeout=10)
         conn.request("GET", "/info")
-        info = json.loads(conn.getresponse().read())
-        conn.close()
-        return info
+        return json.loads(conn.getresponse().read())
     except (OSError, ValueError):
         return {"server": server.flavour, "server_version": None}
+    finally:
+        conn.close()
 
 
 class _Attached:
@@ -409,7 +408,7 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
             warmup="10s", timeout="10s", threads=None, load="duration", users=None, loops=None, rates=None,
             driver=None, order="interleaved", restart="each-run", seed=None, baseline=None, backend="local",
             server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, results_dir=None,
-            progress=True, allow_remote=False, label=None, **backend_options):
+            progress=True, allow_remote=False, label=None, on_run=None, **backend_options):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Each finished run is on disk (``results_dir/<run>/run.json``) before the next starts. Calling again
@@ -424,6 +423,8 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
         with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep
     order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
     restart : "each-run" (a fresh server every run, the default) or "never" (each server started once)
+    on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
+        notebook can redraw while the comparison goes on
 
     Example
     -------
@@ -464,6 +465,8 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
                 previous = read(done)
                 if previous.status == "ok":
                     records.append(previous)
+                    if on_run:
+                        on_run(previous)
                     bar.finish(ran=False)
                     continue
             if run_dir.exists():  # an unfinished or failed attempt: start that run again, clean
@@ -481,6 +484,8 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
                 import sys
 
                 print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+            if on_run:
+                on_run(records[-1])
             bar.finish()
     finally:
         for instance in shared.values():

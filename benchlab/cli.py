@@ -174,13 +174,14 @@ def cmd_compare(args) -> int:
     from .api import compare
 
     options = _common(args)
+    del options["scenario"]  # compare takes --scenarios, a list
+    users, loops = options.pop("users"), options.pop("loops")
     suite = compare(_csv(args.servers), scenarios=_csv(args.scenarios),
                     connections=_ints(args.connections), repeats=args.repeats, order=args.order, seed=args.seed,
                     restart=args.restart, baseline=args.baseline,
-                    users=_ints(args.users_list) if args.users_list else options.pop("users"),
-                    loops=_ints(args.loops_list) if args.loops_list else options.pop("loops"),
-                    rates=_floats(args.rates) if args.rates else None,
-                    **{k: v for k, v in options.items() if k not in ("scenario", "users", "loops")})
+                    users=_ints(args.users_list) if args.users_list else users,
+                    loops=_ints(args.loops_list) if args.loops_list else loops,
+                    rates=_floats(args.rates) if args.rates else None, **options)
     print_suite(suite)
     return 0
 

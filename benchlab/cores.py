@@ -32,6 +32,18 @@ def format_cpus(cpus: list[int] | tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
+def expand(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]``, without checking that the cores exist (a ValueError if malformed)."""
+    cpus: list[int] = []
+    for part in str(text).replace(" ", "").split(","):
+        if "-" in part:
+            low, high = part.split("-")
+            cpus.extend(range(int(low), int(high) + 1))
+        elif part:
+            cpus.append(int(part))
+    return cpus
+
+
 def parse_cpus(value, *, role: str = "server") -> tuple[int, ...]:
     """Cores from ``"0"``, ``"0-3"``, ``"0,2"``, an int or a list of ints; each must exist here."""
     if isinstance(value, bool):
@@ -41,14 +53,8 @@ def parse_cpus(value, *, role: str = "server") -> tuple[int, ...]:
     elif isinstance(value, (list, tuple)):
         cpus = list(value)
     else:
-        cpus = []
         try:
-            for part in str(value).replace(" ", "").split(","):
-                if "-" in part:
-                    low, high = part.split("-")
-                    cpus.extend(range(int(low), int(high) + 1))
-                elif part:
-                    cpus.append(int(part))
+            cpus = expand(value)
         except ValueError:
             raise UsageError(f"bad {role}_cpus {value!r}: give cores such as '0', '0-3' or '0,2'") from None
     if not cpus or any(isinstance(c, bool) or not isinstance(c, int) for c in cpus):

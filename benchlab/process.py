@@ -12,10 +12,8 @@ import shutil
 import signal
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .errors import ToolMissing, tail
 
@@ -51,7 +49,7 @@ def pinned(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:
 
 def start(argv: list[str], *, cpus=None, stdout=None, stderr=None, stdin=subprocess.DEVNULL,
           cwd: str | Path | None = None, env: dict | None = None) -> subprocess.Popen:
-    """Start ``argv`` pinned to ``cpus``; the caller must :func:`stop` it (see :func:`running`)."""
+    """Start ``argv`` pinned to ``cpus``; the caller must :func:`stop` it (:func:`run` does both)."""
     return subprocess.Popen(
         pinned(argv, cpus),
         stdin=stdin,
@@ -78,16 +76,6 @@ def stop(process: subprocess.Popen, *, grace: float = 10.0) -> int | None:
         except subprocess.TimeoutExpired:
             continue
     return process.poll()
-
-
-@contextmanager
-def running(argv: list[str], **options) -> Iterator[subprocess.Popen]:
-    """A started process that is stopped however the block ends, KeyboardInterrupt included."""
-    process = start(argv, **options)
-    try:
-        yield process
-    finally:
-        stop(process)
 
 
 @dataclass(frozen=True)

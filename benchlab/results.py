@@ -267,12 +267,9 @@ class Suite:
         self.records: tuple[Run, ...] = tuple(runs)
         self.path = path
         self.runs = frame(self.records)
-        servers = list(dict.fromkeys(self.runs["server"]))
-        if baseline is not None and baseline not in servers:
-            from .errors import UsageError
+        from .stats import pick_baseline
 
-            raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(map(str, servers))}")
-        self.baseline = baseline or (servers[0] if servers else None)
+        self.baseline = pick_baseline(self.runs, baseline)
 
     def __len__(self) -> int:
         return len(self.records)

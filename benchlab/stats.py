@@ -276,23 +276,11 @@ def run_flags(row) -> list[tuple[str, str]]:
     if isinstance(note, str) and note:
         out.append(("driver_note", _explain("driver_note", note=note)))
     if get("server_cpus") is not None and get("load_cpus") is not None:
-        server_set = set(str(get("server_cpus")).split(","))
-        load_set = set(str(get("load_cpus")).split(","))
-        if _expand(server_set) & _expand(load_set):
+        from .cores import expand
+
+        if set(expand(get("server_cpus"))) & set(expand(get("load_cpus"))):
             out.append(("shared_cores", FLAGS["shared_cores"]))
     return out
-
-
-def _expand(parts: set[str]) -> set[int]:
-    cores: set[int] = set()
-    for part in parts:
-        part = part.strip()
-        if "-" in part:
-            low, high = part.split("-")
-            cores.update(range(int(low), int(high) + 1))
-        elif part.isdigit():
-            cores.add(int(part))
-    return cores
 
 
 def flags(runs: pd.DataFrame) -> pd.DataFrame:

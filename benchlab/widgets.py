@@ -116,7 +116,9 @@ class Panel:
         BenchlabError
             shown in the panel's status line first, e.g. a bad duration or a server that would not start.
         """
-        from .api import run as run_one
+        import datetime as dt
+
+        from .api import compare
         from .load import parse_duration
 
         chosen = list(self.servers.value)
@@ -127,28 +129,39 @@ class Panel:
         except BenchlabError as exc:
             self._say(f"error: {exc}", error=True)
             raise
-        plan = [(repeat, server) for repeat in range(1, self.repeats.value + 1) for server in chosen]
+        total = len(chosen) * self.repeats.value
         self.button.disabled = True
-        self.progress.max, self.progress.value, self.progress.bar_style = len(plan), 0, "info"
+        self.progress.max, self.progress.value, self.progress.bar_style = total, 0, "info"
+        self._say(f"running {total} run(s), interleaved: {', '.join(chosen)}")
         done: list[Run] = []
-        try:
-            for number, (repeat, server) in enumerate(plan, 1):
-                self._say(f"run {number}/{len(plan)}: {server}, {self.scenario.value}, {self.connections.value} "
-                          f"connections, {duration:g} s after {warmup:g} s warm-up (repeat {repeat})")
-                record = run_one(server, self.scenario.value, connections=self.connections.value,
-                                 duration=duration, warmup=warmup, results_dir=self.results_dir, label="explore")
-                done.append(record)
+
+        def ran(record: Run) -> None:
+            done.append(record)
+            self.progress.value = len(done)
+            if record.status == "ok":
                 self.records.append(record)
-                self.progress.value = number
                 self._draw()
+            self._say(f"run {len(done)}/{total}: {record.params['server']} (repeat {record.params['repeat']}) "
+                      + ("done" if record.status == "ok" else f"failed: {record.error}"),
+                      error=record.status != "ok")
+
+        # Each press is a comparison of its own: compare() gives it the interleaved order, the storage and
+        # the failure handling; a directory per press keeps it from resuming an earlier press's runs.
+        press = self.results_dir / dt.datetime.now(dt.timezone.utc).strftime("press-%Y%m%dT%H%M%S%f")
+        try:
+            compare(chosen, [self.scenario.value], [self.connections.value], repeats=self.repeats.value,
+                    duration=duration, warmup=warmup, results_dir=press, progress=False, label="explore",
+                    on_run=ran)
         except BenchlabError as exc:
             self.progress.bar_style = "danger"
             self._say(f"error: {str(exc).splitlines()[0]}", error=True)
             raise
         finally:
             self.button.disabled = False
-        self.progress.bar_style = "success"
-        self._say(f"{len(done)} run(s) stored under {self.results_dir}")
+        failed = sum(r.status != "ok" for r in done)
+        self.progress.bar_style = "danger" if failed else "success"
+        self._say(f"{len(done) - failed} run(s) stored under {press}" + (f", {failed} failed" if failed else ""),
+                  error=bool(failed))
         return done
 
     def reset(self) -> None:

@@ -13,10 +13,9 @@ import csv
 import io
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from .. import home
+from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
 from . import latency, version_of
 
@@ -96,10 +95,7 @@ class Vegeta:
 
     @staticmethod
     def _run(argv: list[str]) -> str:
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            raise LoadError(f"{' '.join(argv)} took more than 300 s") from None
+        done = process.run(argv, timeout=300)
         if done.returncode != 0:
             raise LoadError(f"{' '.join(argv)} failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
         return done.stdout
