@@ -82,6 +82,16 @@ def check_port_free(port: int, host: str = "127.0.0.1") -> None:
             ) from None
 
 
+def start_failure_hint(log: str) -> str:
+    """What a server's log says stopped its start, as the end of an error message ("" if nothing known)."""
+    if any(s in log for s in ("Unrecognized VM option", "Could not create the Java Virtual Machine",
+                              "Unrecognized option")):
+        return " - a bad JVM option: check jvm_opts"
+    if "Address already in use" in log:
+        return " - its port is in use: stop what holds it or leave port unset"
+    return ""
+
+
 def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: float = 0.01,
                on_exit: Callable[[], Exception] | None = None) -> float:
     """Poll ``url`` every ``poll`` seconds until any HTTP answer; return the seconds it took.

@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import images
 from ..cores import format_cpus
 from ..errors import LoadError, ServerError, ToolMissing, UsageError, tail
-from . import Launch, check_port_free, wait_ready
+from . import Launch, check_port_free, start_failure_hint, wait_ready
 
 RUN_LABEL = "benchlab.run"
 OWNER_LABEL = "benchlab.owner"
@@ -281,12 +281,8 @@ class DockerInstance:
         if oom or code == 137 or "OutOfMemoryError" in log or "Could not reserve enough space" in log:
             hint = (f" - out of memory at memory={self.launch.memory!r} (OOM-killed: {bool(oom)}): raise memory= "
                     "(Spring Boot needs about 256m) or leave it unset")
-        elif "Unrecognized VM option" in log or "Could not create the Java Virtual Machine" in log:
-            hint = " - a bad JVM option: check jvm_opts"
-        elif "Address already in use" in log or "already in use" in log:
-            hint = " - its port is in use on the engine's machine: stop what holds it or leave port unset"
         else:
-            hint = ""
+            hint = start_failure_hint(log)
         return ServerError(
             f"{self.server.name} exited during start in container {self.name} (exit {code}){hint}\n"
             f"  last lines of {self.launch.log_path}:\n{tail(log, 12)}"

@@ -10,20 +10,13 @@ from pathlib import Path
 from .. import process
 from ..errors import ServerError, UsageError, tail
 from ..monitor import ProcessProbe
-from . import Launch, check_port_free, wait_ready
+from . import Launch, check_port_free, start_failure_hint, wait_ready
 
 
 def _exit_error(server, argv: list[str], log_path: Path, returncode) -> ServerError:
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
-    hint = ""
-    if "Unrecognized VM option" in log or "Could not create the Java Virtual Machine" in log or (
-        "Unrecognized option" in log
-    ):
-        hint = " - a bad JVM option: check jvm_opts"
-    elif "Address already in use" in log or "Port" in log and "already in use" in log:
-        hint = " - its port is in use: stop what holds it or leave port unset"
     return ServerError(
-        f"{server.name} exited during start (exit {returncode}){hint}; command: {' '.join(argv)}\n"
+        f"{server.name} exited during start (exit {returncode}){start_failure_hint(log)}; command: {' '.join(argv)}\n"
         f"  last lines of {log_path}:\n{tail(log, 12)}"
     )
 
