@@ -76,7 +76,7 @@ def test_port_in_use(jars, tmp_path, no_jvm_left):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is in use"):
+        with pytest.raises(UsageError, match=f"port {port} on 127.0.0.1 is in use"):
             benchlab.run("spring-tomcat", results_dir=tmp_path, port=port, **SHORT)
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .. import process
-from ..errors import ServerError, UsageError, tail
+from ..errors import ServerError, tail
 from ..monitor import ProcessProbe
 from . import Launch, check_port_free, start_failure_hint, wait_ready
 
@@ -64,9 +64,6 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, **options):
-        if options:
-            raise UsageError(f"the local backend takes no options, not {', '.join(options)}")
 
     def start(self, server, launch: Launch) -> LocalInstance:
         if server.kind == "spring":
@@ -84,6 +81,10 @@ class LocalBackend:
             raise
         instance.startup_ms = (time.monotonic() - began) * 1000.0
         return instance
+
+    def load_runner(self):
+        """None: the load tool runs as a local process."""
+        return None
 
     def metadata(self) -> dict:
         return {"backend": "local", "hostname": platform.node()}

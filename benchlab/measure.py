@@ -1,0 +1,195 @@
+"""One run: start the server, verify its answer, warm it up, measure, stop it, and store the record.
+
+A run counts only when everything in it went right: a server that died during the load, or a load tool
+that was killed, raises an error naming what happened, so the caller records a failed run rather than
+numbers from a broken one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import http.client
+import json
+import secrets
+import urllib.parse
+from pathlib import Path
+
+from . import backends, drivers, metadata, servers
+from .errors import ServerError, VerifyError, tail
+from .load import Load
+from .monitor import Monitor
+from .results import Run, save
+from .spec import RunSpec
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tuple[int, dict, bytes]:
+    """Send the scenario's request once; raise :class:`VerifyError` showing what came back if it is wrong."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    headers = {"Content-Type": scenario.content_type} if scenario.content_type else {}
+    try:
+        conn.request(scenario.method, scenario.path, body=scenario.body, headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        status, response_headers = response.status, dict(response.getheaders())
+    except OSError as exc:
+        raise VerifyError(f"verify {scenario.method} {url}{scenario.path}: no answer ({exc})") from None
+    finally:
+        conn.close()
+    problem = scenario.check(status, body)
+    if problem:
+        shown = body[:200].decode(errors="replace")
+        raise VerifyError(
+            f"verify {scenario.method} {url}{scenario.path}: {problem}; got {status} with body {shown!r} "
+            "- check the scenario and the server's log"
+        )
+    return status, response_headers, body
+
+
+def _server_info(url: str, server: servers.Server) -> dict:
+    if server.kind != "spring":
+        return {"server": server.name, "server_version": None}
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("GET", "/info")
+        return json.loads(conn.getresponse().read())
+    except (OSError, ValueError):
+        return {"server": server.flavour, "server_version": None}
+    finally:
+        conn.close()
+
+
+class _Attached:
+    """A server benchlab did not start (Server.from_url): nothing to sample or stop."""
+
+    def __init__(self, server: servers.Server):
+        self.url = server.url
+        self.startup_ms = None
+        self.metadata = {"attached": True}
+
+    def probe(self):
+        return (None, None)
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
+def _warm_up(driver, url: str, spec: RunSpec, run_dir: Path, runner) -> None:
+    """Warm the server for ``spec.load.warmup`` seconds; nothing of it is recorded.
+
+    A count load has no duration of its own (and h2load's own warm-up option skews its byte counts), so
+    wrk warms the server for it with the same number of connections.
+    """
+    load = spec.load
+    if load.model == "count":
+        driver = drivers.tool("wrk")
+        load = Load(connections=load.users, threads=min(load.threads, load.users), duration=load.warmup,
+                    warmup=load.warmup, timeout=load.timeout)
+    drivers.execute(driver, url, spec.scenario, load, cpus=spec.load_cpus, workdir=run_dir, phase="warmup",
+                    runner=runner)
+
+
+def _died(spec: RunSpec, instance, log_path: Path) -> ServerError:
+    code = instance.metadata.get("exit_code")
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    return ServerError(
+        f"{spec.server.name} died during the load (exit {code if code is not None else 'unknown'}): this run "
+        f"does not count\n  last lines of {log_path}:\n{tail(log, 12)}"
+    )
+
+
+def new_run_id(spec: RunSpec) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{spec.server.name}-{spec.scenario.name}-c{spec.load.connections}-{secrets.token_hex(2)}"
+
+
+def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite: str | None = None,
+            label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> Run:
+    """Start the server, verify, warm up, measure, stop; store and return the :class:`Run`.
+
+    The server is stopped however this ends. A :class:`BenchlabError` propagates after cleanup; the
+    caller decides whether to record a failed run. A given ``instance`` (an already started server) is
+    used as it is and left running.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    driver = drivers.get(spec.driver, spec.load.model)
+    servers.ensure_built(spec.server)
+    started_at = now()
+    backend = backends.get(spec.backend, **spec.backend_options)
+    phase = on_phase or (lambda name: None)
+    log_path = run_dir / "server.log"
+
+    owned = instance is None
+    try:
+        phase("start")
+        if instance is not None:
+            pass
+        elif spec.server.kind == "url":
+            instance = _Attached(spec.server)
+        else:
+            port = spec.port or spec.server.port or backends.free_port()
+            launch = backends.Launch(run_id=run_id, port=port, cpus=spec.server_cpus, log_path=log_path,
+                                     jvm_opts=spec.jvm_opts, java=spec.java, memory=spec.memory,
+                                     allow_remote=spec.allow_remote, startup_timeout=spec.startup_timeout)
+            instance = backend.start(spec.server, launch)
+        servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
+        phase("verify")
+        status, headers, body = verify(instance.url, spec.scenario)
+        info = _server_info(instance.url, spec.server)
+        runner = backend.load_runner()  # docker may run the load tool in its own container
+        if spec.load.warmup > 0:
+            phase("warmup")
+            _warm_up(driver, instance.url, spec, run_dir, runner)
+        phase("measure")
+        with Monitor(spec.sample_interval) as monitor:
+            monitor.watch("server", instance.probe)
+            metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                            workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
+        resources = monitor.summary()
+        alive_after = instance.alive()
+    finally:
+        if owned and instance is not None:
+            phase("stop")
+            instance.stop()
+    if not alive_after:
+        raise _died(spec, instance, log_path)
+
+    resources["startup_ms"] = instance.startup_ms
+    meta = metadata.collect(java=spec.java if spec.server.kind == "spring" else "java", driver=spec.driver)
+    meta.update(
+        server=info,
+        backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
+                 "argv": instance.metadata.get("argv")},
+        verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
+        shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+        server_alive_after_load=alive_after,
+    )
+    measured = {"target_rps": None, **metrics, **resources}
+    record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
+                 samples=tuple((s.t, s.role, s.cpu, s.rss) for s in monitor.samples), suite=suite, label=label,
+                 key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir))
+    save(record, run_dir)
+    return record
+
+
+def _files(run_dir: Path) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in run_dir.iterdir() if p.is_file() and p.name != "run.json"))
+
+
+def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
+           started_at: str, label) -> Run:
+    """Store and return the record of a run that failed: no metrics, the error, the files it left."""
+    record = Run(id=run_id, params=spec.params(repeat), metrics={}, metadata={}, status="failed",
+                 error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
+                 started_at=started_at, finished_at=now(), files=_files(run_dir))
+    save(record, run_dir)
+    return record
