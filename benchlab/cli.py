@@ -55,62 +55,51 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _ints(text: str) -> list[int]:
+def _numbers(kind: type, text: str) -> list:
     from .errors import UsageError
 
     try:
-        return [int(part) for part in _csv(text)]
+        return [kind(part) for part in _csv(text)]
     except ValueError:
-        raise UsageError(f"expected whole numbers separated by commas, not {text!r}") from None
+        what = "whole numbers" if kind is int else "numbers"
+        raise UsageError(f"expected {what} separated by commas, not {text!r}") from None
 
 
-def _floats(text: str) -> list[float]:
-    from .errors import UsageError
-
-    try:
-        return [float(part) for part in _csv(text)]
-    except ValueError:
-        raise UsageError(f"expected numbers separated by commas, not {text!r}") from None
+_LISTS = {"texts": _csv, "ints": lambda text: _numbers(int, text), "floats": lambda text: _numbers(float, text)}
+_SCALARS = {"text": str, "int": int, "float": float}
 
 
-def _load_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", default=None, help="hello, json, reflect, sleep, sleep:<ms>, echo")
-    parser.add_argument("--threads", type=int, default=None, help="load threads (default: one per load core)")
-    parser.add_argument("--duration", default="30s", help="measured time, e.g. 30s, 2m (default 30s)")
-    parser.add_argument("--warmup", default="10s", help="unrecorded warm-up before it (default 10s)")
-    parser.add_argument("--timeout", default="10s", help="per-request timeout (default 10s)")
-    parser.add_argument("--load", default="duration", choices=["duration", "count", "rate"])
-    parser.add_argument("--users", type=int, default=None, help="count model: parallel users")
-    parser.add_argument("--loops", type=int, default=None, help="count model: requests per user")
-    parser.add_argument("--plan", default=None, help="jmeter: a .jmx plan of your own")
-    parser.add_argument("--driver", default=None, help="wrk, h2load, jmeter, vegeta (default: by load model)")
-    parser.add_argument("--backend", default="local", choices=["local", "docker"])
-    parser.add_argument("--server-cpus", default=None, help="cores for the server, e.g. 0 or 0-3")
-    parser.add_argument("--load-cpus", default=None, help="cores for the load generator, e.g. 1 or 4-7")
-    parser.add_argument("--jvm-opt", action="append", default=[], dest="jvm_opts",
-                        help="a JVM option for the server (repeatable), e.g. --jvm-opt=-Xmx512m")
-    parser.add_argument("--java", default=None, help="the java binary (default: java on PATH)")
-    parser.add_argument("--memory", default=None, help="docker: the container memory limit, e.g. 1g")
-    parser.add_argument("--docker-host", default=None, help="docker: the engine for the server (DOCKER_HOST url)")
-    parser.add_argument("--load-docker-host", default=None, help="docker: the engine for wrk's container")
-    parser.add_argument("--load-in-container", action="store_true", help="docker: run wrk in its own container")
-    parser.add_argument("--base-image", default=None, help="docker: a registry base image, e.g. eclipse-temurin:17-jre")
-    parser.add_argument("--allow-remote", action="store_true", help="allow load to a non-loopback address")
-    parser.add_argument("--results-dir", default=None, help="where results go (default data/results)")
+def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
+    """The command's flags, generated from :data:`benchlab.spec.OPTIONS`: the function's defaults apply."""
+    import inspect
+
+    from . import api
+    from .spec import options
+
+    defaults = inspect.signature(getattr(api, where)).parameters
+    for option in options(where):
+        default = defaults[option.name].default
+        shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
+        extra: dict = {"default": argparse.SUPPRESS,
+                       "help": option.help + ("" if shown in (None, False, "", ()) else f" (default: {shown})")}
+        if option.choices:
+            extra["choices"] = option.choices
+        if option.kind == "bool":
+            parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, **extra)
+        elif option.kind == "repeat":
+            parser.add_argument(option.flag, action="append", metavar="VALUE", **extra)
+        else:
+            metavar = None if option.choices else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else "")
+            parser.add_argument(option.flag, type=_SCALARS.get(option.kind, str), metavar=metavar, **extra)
 
 
-def _common(args) -> dict:
-    options = dict(scenario=args.scenario, threads=args.threads, duration=args.duration, warmup=args.warmup,
-                   timeout=args.timeout, load=args.load, users=args.users, loops=args.loops, plan=args.plan,
-                   driver=args.driver, backend=args.backend, server_cpus=args.server_cpus,
-                   load_cpus=args.load_cpus, jvm_opts=args.jvm_opts, java=args.java, memory=args.memory,
-                   allow_remote=args.allow_remote, results_dir=args.results_dir)
-    for name in ("docker_host", "load_docker_host", "base_image"):
-        if getattr(args, name):
-            options[name] = getattr(args, name)
-    if args.load_in_container:
-        options["load_in_container"] = True
-    return options
+def _given(args, where: str) -> dict:
+    """The options given on the command line, as the Python function takes them."""
+    from .spec import options
+
+    kinds = {o.name: o.kind for o in options(where)}
+    given = {k: v for k, v in vars(args).items() if k in kinds}
+    return {k: _LISTS[kinds[k]](v) if kinds[k] in _LISTS else v for k, v in given.items()}
 
 
 def cmd_build(args) -> int:
@@ -129,9 +118,7 @@ def cmd_build(args) -> int:
 def cmd_run(args) -> int:
     from .api import run
 
-    options = _common(args)
-    result = run(args.server, options.pop("scenario"), connections=args.connections, rate=args.rate, **options)
-    print(format_run(result))
+    print(format_run(run(**_given(args, "run"))))
     return 0
 
 
@@ -173,17 +160,13 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
 def cmd_compare(args) -> int:
     from .api import compare
 
-    options = _common(args)
-    del options["scenario"]  # compare takes --scenarios, a list
-    users, loops = options.pop("users"), options.pop("loops")
-    suite = compare(_csv(args.servers), scenarios=_csv(args.scenarios),
-                    connections=_ints(args.connections), repeats=args.repeats, order=args.order, seed=args.seed,
-                    restart=args.restart, baseline=args.baseline,
-                    users=_ints(args.users_list) if args.users_list else users,
-                    loops=_ints(args.loops_list) if args.loops_list else loops,
-                    rates=_floats(args.rates) if args.rates else None, **options)
+    suite = compare(**_given(args, "compare"))
     print_suite(suite)
-    return 0
+    failed = int((suite.runs["status"] != "ok").sum()) if len(suite.runs) else 0
+    if failed:
+        print(f"benchlab: {failed} of {len(suite.runs)} runs failed (see the flags); a second call with the same "
+              "options runs only those again", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_show(args) -> int:
@@ -194,7 +177,7 @@ def cmd_show(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchlab", description="Compare web servers under load.")
+    parser = Parser(prog="benchlab", description="Compare web servers under load.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="build the three Spring Boot jars (skipped when unchanged)")
@@ -203,28 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("run", help="measure one server once")
-    p.add_argument("--server", default="spring-tomcat")
-    p.add_argument("--connections", type=int, default=200)
-    p.add_argument("--rate", type=float, default=None, help="rate model: requests per second")
-    _load_options(p)
+    _add_options(p, "run")
     p.set_defaults(func=cmd_run)
 
     from .images import image_command
 
     image_command(sub)
     p = sub.add_parser("compare", help="compare servers: repeated, interleaved runs and statistics")
-    p.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
-    p.add_argument("--scenarios", default="hello")
-    p.add_argument("--connections", default="200", help="one or more, comma separated")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"])
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--restart", default="each-run", choices=["each-run", "never"])
-    p.add_argument("--baseline", default=None)
-    p.add_argument("--users-list", default=None, help="count model: users per cell, e.g. 100,1000")
-    p.add_argument("--loops-list", default=None, help="count model: loops per cell, e.g. 1000,100")
-    p.add_argument("--rates", default=None, help="rate model: requests/s per cell, e.g. 500,1000,2000")
-    _load_options(p)
+    _add_options(p, "compare")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("show", help="print the summary, verdicts and flags of stored results")
@@ -249,21 +218,57 @@ def build_parser() -> argparse.ArgumentParser:
 _EXTENSIONS: list = []
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake printed as one line that says where the help is, and exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so every server and container it started is stopped."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+#: The exit codes: 0 all went well, 1 some run failed, 2 a usage mistake, 130 Ctrl-C, 143 SIGTERM.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of an error: 2 for what the user must fix (usage, a missing tool, unreadable results),
+    1 for a run that failed (a server, a response, a load tool or a build)."""
+    from .errors import ResultsError, ToolMissing, UsageError
+
+    if isinstance(error, Terminated):
+        return EXIT_TERMINATED
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE if isinstance(error, (UsageError, ToolMissing, ResultsError)) else EXIT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
     except BenchlabError as exc:
-        message = str(exc)
-        first, _, rest = message.partition("\n")
+        first, _, rest = str(exc).partition("\n")
         print(f"benchlab: error: {first}", file=sys.stderr)
         if rest:
             print(rest, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("benchlab: interrupted; every server it started is stopped", file=sys.stderr)
-        return 130
+        return exit_code(exc)
+    except KeyboardInterrupt as exc:
+        print("benchlab: interrupted; every server it started is stopped, and a second call with the same "
+              "options resumes", file=sys.stderr)
+        return exit_code(exc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

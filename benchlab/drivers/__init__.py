@@ -84,6 +84,9 @@ def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, ph
     # A count load's length is only a guess from its size, so it gets room to be three times slower.
     timeout = seconds * (3 if load.model == "count" and phase == "measure" else 1) + load.timeout + 60.0
     finished = (runner or run_local)(argv, cpus=cpus, timeout=timeout, monitor=monitor, workdir=workdir)
+    if finished.returncode < 0:  # a signal ended it: whatever it printed is not a whole run
+        raise LoadError(f"{driver.name} was killed by signal {-finished.returncode} during the {phase}: this run "
+                        f"does not count (command: {' '.join(argv)})")
     if phase == "measure":
         (workdir / f"{driver.name}.out").write_text(finished.stdout)
         if finished.stderr.strip():

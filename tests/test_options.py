@@ -1,0 +1,98 @@
+"""Every public option is reachable from the function, the command line and the notebook alike: checked here,
+in one place, against the one list benchlab.spec.OPTIONS (unit tests, nothing starts)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+import benchlab
+from benchlab import api, cli, spec
+from benchlab.errors import UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli_dests(command: str) -> set[str]:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return {a.dest for a in sub.choices[command]._actions if a.dest != "help"}
+
+
+@pytest.mark.parametrize("where", ["run", "compare"])
+def test_function_command_line_and_list_agree(where):
+    function = getattr(api, where)
+    listed = [o.name for o in spec.options(where)]
+    assert len(listed) == len(set(listed)), "an option is listed twice"
+    in_python = set(inspect.signature(function).parameters) - set(spec.PYTHON_ONLY[where])
+    assert in_python == set(listed), f"{where}(): {in_python ^ set(listed)}"
+    assert _cli_dests(where) == set(listed), f"benchlab {where}: {_cli_dests(where) ^ set(listed)}"
+
+
+def test_prepare_checks_every_per_run_option():
+    """prepare() is the one place per-run options are checked: it takes all of run()'s but storage."""
+    per_run = {o.name for o in spec.options("run")} - {"results_dir", "label"}
+    assert set(inspect.signature(spec.prepare).parameters) == per_run
+    compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
+    assert compare_only == {"servers", "scenarios", "repeats", "rates", "order", "seed", "restart", "baseline",
+                            "progress"}
+
+
+def test_the_notebook_takes_every_compare_option():
+    import papermill
+
+    taken = set(papermill.inspect_notebook(str(ROOT / "notebooks" / "compare.ipynb")))
+    missing = {o.name for o in spec.options("compare")} - taken - {"progress"}
+    assert not missing, f"compare.ipynb lacks parameters {sorted(missing)}"
+
+
+def test_the_command_line_hands_every_value_over_as_python():
+    parser = cli.build_parser()
+    args = parser.parse_args(["compare", "--servers", "spring-tomcat,spring-jetty", "--connections", "16,64",
+                              "--rates", "100,200.5", "--jvm-opts=-Xmx64m", "--jvm-opts=-Xss512k", "--no-progress",
+                              "--load-in-container", "--port", "8081", "--warmup", "5s"])
+    assert cli._given(args, "compare") == {
+        "servers": ["spring-tomcat", "spring-jetty"], "connections": [16, 64], "rates": [100.0, 200.5],
+        "jvm_opts": ["-Xmx64m", "-Xss512k"], "progress": False, "load_in_container": True, "port": 8081,
+        "warmup": "5s"}
+    assert cli._given(parser.parse_args(["run"]), "run") == {}, "defaults come from the function, not the parser"
+
+
+def test_the_help_shows_the_function_defaults():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    text = sub.choices["compare"].format_help()
+    assert "(default: spring-tomcat,spring-jetty,spring-undertow)" in text.replace("\n", "").replace(" " * 24, "")
+    defaults = inspect.signature(api.compare).parameters
+    assert f"(default: {defaults['repeats'].default})" in text
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: benchlab.run(duraton="1s"), "run() has no option duraton (did you mean duration?); its options are "),
+    (lambda: benchlab.compare(plans="x.jmx"), "compare() has no option plans (did you mean plan?)"),
+    (lambda: benchlab.compare(zzz=1), "compare() has no option zzz; its options are servers, scenarios,"),
+])
+def test_an_unknown_keyword_is_named_with_the_valid_ones(call, message):
+    with pytest.raises(UsageError) as info:
+        call()
+    assert str(info.value).startswith(message)
+
+
+def test_options_once_refused_deep_down_now_work_from_compare(tmp_path):
+    """plan, ramp_up and port reach every run of a matrix (they fell into **backend_options before)."""
+    from benchlab.matrix import matrix
+
+    jmx = tmp_path / "mine.jmx"
+    jmx.write_text('<?xml version="1.0"?><jmeterTestPlan version="1.2"><hashTree><ThreadGroup testclass="ThreadGroup"/></hashTree></jmeterTestPlan>')
+    runs = matrix(["spring-tomcat", "spring-jetty"], ["hello"], repeats=1, load="count", users=[2], loops=[3],
+                  options={"driver": "jmeter", "plan": str(jmx), "ramp_up": "2s", "port": 18765})
+    assert {spec_.load.plan for _, spec_ in runs} == {str(jmx)}
+    assert {spec_.load.ramp_up for _, spec_ in runs} == {2.0}
+    assert {spec_.port for _, spec_ in runs} == {18765}
+
+
+def test_docker_options_need_the_docker_backend():
+    with pytest.raises(UsageError, match="load_in_container applies to backend='docker'"):
+        spec.prepare("spring-jetty", load_in_container=True)
