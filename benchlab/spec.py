@@ -203,6 +203,8 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         if threads is None:
             count = users if load == "count" and isinstance(users, int) else connections
             threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
+        if plan is not None:  # the load tool runs in the run's directory: a relative path would miss
+            plan = str(Path(plan).resolve())
         load_ = Load(model=load, connections=connections, threads=threads, duration=duration, warmup=warmup,
                      timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     driver_ = drivers.get(driver, load_.model)

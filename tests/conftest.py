@@ -44,6 +44,24 @@ def no_jvm_left():
     assert not left, f"JVMs left running: {[p.pid for p in left]}"
 
 
+@pytest.fixture(scope="session")
+def docker_engine():
+    """$DOCKER_HOST, or a private engine started through .ci/dockerd.sh and stopped at the end."""
+    import subprocess
+
+    if os.environ.get("DOCKER_HOST"):
+        yield os.environ["DOCKER_HOST"]
+        return
+    script = Path(__file__).resolve().parent.parent / ".ci" / "dockerd.sh"
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=600)
+    if started.returncode != 0:
+        pytest.fail(f"could not start a docker engine with `bash .ci/dockerd.sh start`:\n{started.stderr[-2000:]}")
+    os.environ["DOCKER_HOST"] = started.stdout.strip().splitlines()[-1]
+    yield os.environ["DOCKER_HOST"]
+    os.environ.pop("DOCKER_HOST", None)
+    subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=120)
+
+
 @pytest.fixture
 def capture():
     return lambda name: (CAPTURES / name).read_text()

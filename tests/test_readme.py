@@ -1,0 +1,138 @@
+"""The README, executed: its first command exactly as written, and every fenced block that can run here.
+
+Blocks are read out of README.md, so editing the README changes what runs. The only edits made to a block
+are those listed in SHORTER (shorter runs, and results in a temporary folder); a block that cannot run on
+this machine is listed in NOT_HERE with the reason. A block that is in neither and fails, fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+FENCE = re.compile(r"^```(bash|python)\n(.*?)^```", re.S | re.M)
+
+#: (old, new): the edits made to the README's blocks before they run, each only to save time.
+SHORTER = [
+    ('repeats=5', 'repeats=2'),
+    ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
+    ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
+    ('duration="30s", warmup="10s"', 'duration="2s", warmup="1s"'),
+    ('users=100, loops=1000)', 'users=10, loops=50, warmup="1s")'),
+    ('users=100, loops=1000, driver="jmeter")', 'users=10, loops=50, warmup="1s", driver="jmeter")'),
+    ('users=10, loops=100, driver="jmeter", plan=', 'users=10, loops=100, warmup="1s", driver="jmeter", plan='),
+    ('users=[100, 1000], loops=[1000, 100])', 'users=[10, 100], loops=[50, 5], repeats=1, warmup="1s")'),
+    ('rates=[500, 1000, 2000, 4000])', 'rates=[200, 400], repeats=1, duration="2s", warmup="1s")'),
+    ('memory="1g", load_in_container=True)', 'memory="1g", load_in_container=True, duration="2s", warmup="1s")'),
+    ('backend="docker", memory="1g")', 'backend="docker", memory="1g", repeats=1, duration="2s", warmup="1s")'),
+    ('--memory 1g --duration 10s', '--memory 1g --duration 2s --warmup 1s'),
+    ('--connections 200 --duration 30s', '--connections 16 --duration 2s --warmup 1s'),
+    ('--repeats 5 --duration 30s', '--repeats 2 --duration 2s --warmup 1s'),
+    ('-p repeats 5 -p duration 20s', '-p repeats 1 -p duration 2s -p warmup 1s'),
+    ('benchlab batch data/batch-example.yaml', 'benchlab batch {short_batch}'),
+    ('data/results/', '{tmp}/results/'),
+]
+
+#: Blocks that cannot run here, found by a line they hold, with the reason.
+NOT_HERE = {
+    "python3 -m pytest -v tests": "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
+    "bash .ci/dockerd.sh stop": "it stops the engine the other docker tests use; CI stops it when they are done",
+    'docker_host="ssh://user@S"': "it needs a second machine reached over ssh",
+}
+
+
+def blocks() -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(README)]
+
+
+def first_command() -> str:
+    section = README[README.index("## On a fresh machine"):]
+    return FENCE.search(section).group(2).strip()
+
+
+def _reason(text: str) -> str | None:
+    return next((why for line, why in NOT_HERE.items() if line in text), None)
+
+
+def _shortened(text: str, **places: str) -> str:
+    for old, new in SHORTER:
+        text = text.replace(old, new.format(**places))
+    return text
+
+
+def _run(kind: str, text: str, tmp: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BENCHLAB_RESULTS": str(tmp / "results")}
+    argv = ["bash", "-euo", "pipefail", "-c", text] if kind == "bash" else [sys.executable, "-c", text]
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_readme_has_the_two_fresh_machine_commands():
+    section = README[README.index("## On a fresh machine"):]
+    found = FENCE.findall(section)[:2]
+    assert found[0][1].strip() == first_command()
+    assert found[1][1].strip() == "python3 -m pytest -v tests"
+
+
+def test_ci_runs_the_readme_test_command():
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "python3 -m pytest -v tests" in lines
+
+
+@pytest.mark.integration
+def test_the_first_command_as_written(jars):
+    """What a newcomer types first: set-up, then a three-server comparison. Nothing is shortened."""
+    done = subprocess.run(["bash", "-c", first_command()], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800, env={**os.environ, "CI": "true"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "baseline: spring-tomcat" in out and "ok of 9 runs" in out, "the summary"
+    assert "per-run requests/s:" in out and re.search(r"spring-undertow\s+[\d,.]+\s+[\d,.]+\s+[\d,.]+", out), \
+        "the per-run table, three runs each"
+    verdicts = re.findall(r"^  spring-(jetty|undertow) vs spring-tomcat: [+-]\d+% (rps|p99) .*$", out, re.M)
+    assert len(verdicts) == 4, "the verdict lines, rps and p99 for each server against the baseline"
+
+
+def _other_blocks() -> list[tuple[str, str]]:
+    first = first_command()
+    return [(kind, text) for kind, text in blocks() if text.strip() != first]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind, text", _other_blocks(),
+                         ids=[f"{k}-{i + 2}" for i, (k, _) in enumerate(_other_blocks())])
+def test_every_other_block_runs(jars, tmp_path, kind, text, request):
+    reason = _reason(text)
+    if reason:
+        pytest.skip(f"not run here: {reason}")
+    if "docker" in text:
+        request.getfixturevalue("docker_engine")  # DOCKER_HOST for the block
+    short_batch = tmp_path / "batch.yaml"
+    example = (ROOT / "data" / "batch-example.yaml").read_text()
+    short_batch.write_text(example.replace("duration: 10s", "duration: 2s").replace("warmup: 5s", "warmup: 1s")
+                           .replace("repeats: 3", "repeats: 1").replace("repeats: 2", "repeats: 1")
+                           .replace("data/results/", f"{tmp_path}/results/")
+                           .replace("data/reports/", f"{tmp_path}/reports/")
+                           .replace("notebook: notebooks/", f"notebook: {ROOT}/notebooks/"))
+    script = _shortened(text, tmp=str(tmp_path), short_batch=str(short_batch))
+    if kind == "python" and "import benchlab" not in script:
+        script = "import benchlab\n" + script
+    done = _run(kind, script, tmp_path, timeout=1200)
+    assert done.returncode == 0, f"{script}\n--- stderr:\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr
+
+
+def test_every_block_is_run_or_said_why_not():
+    """A new block is run by the test above unless NOT_HERE names it; no entry of NOT_HERE is stale."""
+    texts = [text for _, text in blocks()]
+    for line in NOT_HERE:
+        assert any(line in text for text in texts), f"NOT_HERE names a block the README no longer has: {line}"
+    used = [old for old, _ in SHORTER if any(old in text for text in texts)]
+    assert used == [old for old, _ in SHORTER], f"SHORTER edits text the README no longer has: " \
+        f"{[old for old, _ in SHORTER if old not in used]}"
