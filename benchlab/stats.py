@@ -38,6 +38,7 @@ RATE_SHORTFALL_LIMIT = 0.95
 EXACT_SPLITS = 20_000
 MONTE_CARLO_SPLITS = 10_000
 SEED = 20261130
+SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
 
 #: Every flag and the one line a notebook reader gets for it.
 FLAGS = {
@@ -46,12 +47,12 @@ FLAGS = {
     "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
                      "stable, so no single run's p99 can be quoted",
     "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
-    "generator_bound": "the load generator's cores were {busy:.0%} busy: the run measured the load tool, not the "
-                       "server; give it more cores or fewer threads",
-    "littles_law": "Little's law expects p50 near connections/rps = {expected:.2f} ms but it is {p50:.2f} ms: "
-                   "connections sat idle or queued outside the server, so rps and latency disagree",
-    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy: the 40 ms delayed-ACK signature "
-                   "(Nagle on one side), not server work",
+    "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
+                       "the run measured the load tool, not the server; give it more threads and cores",
+    "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
+                   "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
+    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
+                   "40 ms delayed-ACK signature (Nagle on one side), not server work",
     "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
                       "server could not keep the rate, so latencies are not those of the target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
@@ -403,26 +404,53 @@ def _explain(flag: str, **values) -> str:
     return FLAGS[flag].format(**values)
 
 
+def _sleep_ms(scenario) -> float | None:
+    """How long a sleep scenario waits: ``"sleep:40"`` 40 ms, ``"sleep"`` the built-in 10 ms
+    (``servers.SCENARIOS``); None for any other scenario."""
+    if scenario == "sleep":
+        return SLEEP_DEFAULT_MS
+    if isinstance(scenario, str) and scenario.startswith("sleep:") and scenario[6:].isdigit():
+        return float(scenario[6:])
+    return None
+
+
 def run_flags(row) -> list[tuple[str, str]]:
-    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``."""
+    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``.
+
+    - ``generator_bound``: the load tool's CPU over the cores it could use, ``min(threads, load_cores)``
+      when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%.
+    - ``littles_law``: closed-loop loads obey N = X * R, so connections / rps should be near the *mean*
+      latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
+    - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
+      signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
+
+    >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
+    ['generator_bound']
+    """
     out: list[tuple[str, str]] = []
     get = lambda name: row.get(name) if hasattr(row, "get") else getattr(row, name, None)  # noqa: E731
-    num = lambda name: (float(get(name)) if get(name) is not None and not pd.isna(get(name)) else None)  # noqa: E731
+
+    def num(name):
+        value = pd.to_numeric(get(name), errors="coerce")
+        return None if value is None or pd.isna(value) else float(value)
+
     if get("status") == "failed":
         return [("failed", _explain("failed", error=str(get("error") or "unknown error").splitlines()[0]))]
     errors = num("errors_total")
     if errors:
         out.append(("errors", _explain("errors", errors=errors)))
-    load_cpu, cores = num("load_cpu_mean"), num("load_cores") or 1.0
-    if load_cpu is not None and load_cpu / (100.0 * cores) > GENERATOR_BUSY_LIMIT:
-        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * cores))))
-    rps, p50, conns = num("rps"), num("p50"), num("connections")
-    if get("load") in ("duration", "count") and rps and p50 and conns:
+    load_cpu, cores, threads = num("load_cpu_mean"), num("load_cores") or 1.0, num("threads")
+    usable = min(threads, cores) if threads and threads > 0 else cores
+    if load_cpu is not None and load_cpu / (100.0 * usable) > GENERATOR_BUSY_LIMIT:
+        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * usable), usable=usable)))
+    rps, mean, conns = num("rps"), num("lat_mean"), num("connections")
+    if get("load") in ("duration", "count") and rps and mean and conns:
         expected = conns / rps
-        if not (1 / LITTLE_LIMIT <= p50 / expected <= LITTLE_LIMIT):
-            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, p50=p50 * 1e3)))
-    server_cpu = num("server_cpu_mean")
-    if p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30:
+        if not (1 / LITTLE_LIMIT <= mean / expected <= LITTLE_LIMIT):
+            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, mean=mean * 1e3)))
+    p50, server_cpu, sleep = num("p50"), num("server_cpu_mean"), _sleep_ms(get("scenario"))
+    if (p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30
+            and not (sleep is not None and 30 <= sleep <= 50)):
         out.append(("delayed_ack", _explain("delayed_ack", p50=p50 * 1e3, cpu=server_cpu)))
     target = num("target_rps")
     if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:

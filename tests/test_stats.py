@@ -198,18 +198,30 @@ def test_flag_generator_bound():
     assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0)])
     assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,
                                                   load_cores=2)])
+    # One wrk thread can keep one core busy: 97% of one core is bound though two cores were given.
+    assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0, load_cores=2,
+                                              threads=1)])
+    assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,
+                                                  load_cores=2, threads=4)])
 
 
 def test_flag_littles_law():
-    # 100 connections at 1000 req/s means 100 ms in flight; a 5 ms p50 cannot be.
-    assert "littles_law" in flagged([dict(server="a", rps=1000, p50=0.005, connections=100)])
-    assert "littles_law" not in flagged([dict(server="a", rps=1000, p50=0.09, connections=100)])
+    # 100 connections at 1000 req/s means a mean of 100 ms in flight; a 5 ms mean cannot be.
+    assert "littles_law" in flagged([dict(server="a", rps=1000, lat_mean=0.005, p50=0.005, connections=100)])
+    assert "littles_law" not in flagged([dict(server="a", rps=1000, lat_mean=0.09, p50=0.09, connections=100)])
+    # Little's law is about the mean: a skewed latency (p50 5 ms, a tail pulling the mean to 95 ms) obeys
+    # it. The old check read p50 and flagged this run.
+    assert "littles_law" not in flagged([dict(server="a", rps=1000, lat_mean=0.095, p50=0.005, connections=100)])
 
 
 def test_flag_delayed_ack():
     assert "delayed_ack" in flagged([dict(server="a", rps=25, p50=0.040, connections=1, server_cpu_mean=3.0)])
     assert "delayed_ack" not in flagged([dict(server="a", rps=25, p50=0.040, connections=1,
                                               server_cpu_mean=95.0)])
+    # A scenario that sleeps 40 ms explains a 40 ms p50 on an idle server; the built-in sleep is 10 ms.
+    for scenario, flags_it in [("sleep:40", False), ("sleep:45", False), ("sleep", True), ("sleep:5", True)]:
+        runs = [dict(server="a", scenario=scenario, rps=25, p50=0.041, connections=1, server_cpu_mean=3.0)]
+        assert ("delayed_ack" in flagged(runs)) is flags_it, scenario
 
 
 def test_flag_rate_shortfall_and_shared_cores():
