@@ -359,8 +359,9 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
     """Pairwise comparisons per cell: each server against the baseline (``pairs="all"``: every pair).
 
     A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
-    at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example, ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%],
-    significant (Mann-Whitney p=0.008)"`` or ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
+    at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example,
+    ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%], significant (Mann-Whitney p=0.008)"`` or
+    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
     """
     baseline = pick_baseline(runs, baseline)
     rows = []
