@@ -111,9 +111,10 @@ def calibrate(noise: str, n: int) -> dict:
 def table() -> pd.DataFrame:
     frame = pd.DataFrame([calibrate(noise, n) for noise in NOISES for n in SIZES])
     print(f"\n{TRIALS} trials per row, alpha {ALPHA}; fails below coverage {COVERAGE_FLOOR} - "
-          f"{margin(COVERAGE_FLOOR, TRIALS):.4f} or above false positives {ALPHA} + {margin(ALPHA, TRIALS):.4f} "
+          f"{margin(COVERAGE_FLOOR, TRIALS):.4f} or above false positives {ALPHA} + {margin(ALPHA, TRIALS):.4f}\n"
           "(two binomial standard errors; more where fewer cells have an interval)")
-    shown = frame.drop(columns="given")
+    shown = frame[["noise", "n", "mean_cov", "mean_w/t", "no_ci", "ratio_cov_1", "ratio_cov_1.3", "ratio_w/t",
+                   "test", "false_pos"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return frame
 
@@ -156,6 +157,26 @@ def test_no_jump_between_9_and_10_repeats(table):
         widths = [np.nanmean(np.subtract(*stats._mean_interval(draw(rng, (TRIALS, n), 1.0), ALPHA)[::-1]))
                   for n in (9, 10)]
         assert 0.85 < widths[1] / widths[0] < 1.0, (noise, widths)
+
+
+def test_every_n_from_2_to_30_covers():
+    # The table samples n; the intervals (cheap, no test) are checked at every n in between as well.
+    rows = []
+    for noise in ("normal", "log-normal", "t3"):
+        draw, mean = NOISES[noise]
+        rng = np.random.default_rng([SEED, 30, list(NOISES).index(noise)])
+        for n in range(2, 31):
+            x, a13, a, b = (draw(rng, (TRIALS, n), scale) for scale in (1.0, 1.3, 1.0, 1.0))
+            rows.append({"noise": noise, "n": n, "mean_cov": covered(*stats._mean_interval(x, ALPHA), mean(1.0))[0],
+                         "ratio_cov_1": covered(*stats._ratio_interval(a, b, ALPHA), 1.0)[0],
+                         "ratio_cov_1.3": covered(*stats._ratio_interval(a13, b, ALPHA), 1.3)[0]})
+    sweep = pd.DataFrame(rows)
+    print(f"\nevery n from 2 to 30, {TRIALS} trials each: the lowest coverage of each interval, and where")
+    for noise, group in sweep.groupby("noise", sort=False):
+        print(f"{noise:>10}  " + "  ".join(f"{c} {group[c].min():.3f} (n={group.loc[group[c].idxmin(), 'n']})"
+                                          for c in ("mean_cov", "ratio_cov_1", "ratio_cov_1.3")))
+    floor = COVERAGE_FLOOR - margin(COVERAGE_FLOOR, TRIALS)
+    assert (sweep[["mean_cov", "ratio_cov_1", "ratio_cov_1.3"]] >= floor).all().all(), sweep
 
 
 def test_the_simulation_runs_the_public_code():
