@@ -173,7 +173,8 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
 
 def _mean_interval(x: np.ndarray, alpha: float):
     positive = np.all(x > 0, axis=-1)
-    cox = _cox_interval(np.where(positive[..., None], x, 1.0), alpha)
+    with np.errstate(over="ignore"):  # 2 repeats 1e6x apart: the upper bound is inf, and rightly so
+        cox = _cox_interval(np.where(positive[..., None], x, 1.0), alpha)
     t = _t_interval(x, alpha)
     low, high = np.where(positive, cox[0], t[0]), np.where(positive, cox[1], t[1])
     return np.where(_varies(x), low, np.nan), np.where(_varies(x), high, np.nan)
@@ -181,8 +182,8 @@ def _mean_interval(x: np.ndarray, alpha: float):
 
 def _ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
     positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
-    cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
         fieller = _fieller_ratio(a, b, alpha)
     varies = _varies(a) | _varies(b)
     return (np.where(positive & varies, cox[0], np.where(varies, fieller[0], np.nan)),
@@ -217,9 +218,7 @@ def mean_ci(values, *, alpha: float = 0.05) -> tuple[float, float, str]:
     ([-0.686, 2.686], 't')
     """
     x = _finite(values)
-    if len(x) < 2:
-        return math.nan, math.nan, "none"
-    if not _varies(x):
+    if len(x) < 2 or not _varies(x):
         return math.nan, math.nan, "none"
     low, high = _mean_interval(x, alpha)
     return float(low), float(high), "cox" if np.all(x > 0) else "t"
