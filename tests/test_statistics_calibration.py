@@ -151,7 +151,8 @@ def test_no_jump_between_9_and_10_repeats(table):
     assert {stats.mean_ci(np.arange(1.0, n + 1))[2] for n in (9, 10)} == {"cox"}
     for noise in ("normal", "log-normal", "t3"):
         nine, ten = (table[(table.noise == noise) & (table.n == n)].iloc[0] for n in (9, 10))
-        assert abs(nine.mean_cov - ten.mean_cov) < 3 * math.sqrt(2) * margin(0.95, TRIALS) / 2
+        se_of_difference = math.sqrt(2 * 0.95 * 0.05 / TRIALS)
+        assert abs(nine.mean_cov - ten.mean_cov) < 3 * se_of_difference
         draw, _ = NOISES[noise]
         rng = np.random.default_rng([SEED, 99])
         widths = [np.nanmean(np.subtract(*stats._mean_interval(draw(rng, (TRIALS, n), 1.0), ALPHA)[::-1]))
@@ -167,7 +168,8 @@ def test_every_n_from_2_to_30_covers():
         rng = np.random.default_rng([SEED, 30, list(NOISES).index(noise)])
         for n in range(2, 31):
             x, a13, a, b = (draw(rng, (TRIALS, n), scale) for scale in (1.0, 1.3, 1.0, 1.0))
-            rows.append({"noise": noise, "n": n, "mean_cov": covered(*stats._mean_interval(x, ALPHA), mean(1.0))[0],
+            rows.append({"noise": noise, "n": n,
+                         "mean_cov": covered(*stats._mean_interval(x, ALPHA), mean(1.0))[0],
                          "ratio_cov_1": covered(*stats._ratio_interval(a, b, ALPHA), 1.0)[0],
                          "ratio_cov_1.3": covered(*stats._ratio_interval(a13, b, ALPHA), 1.3)[0]})
     sweep = pd.DataFrame(rows)
