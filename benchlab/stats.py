@@ -1,20 +1,24 @@
-"""Summaries, confidence intervals, significance, noise flags and per-run tables.
+"""The statistics of a comparison: intervals, tests, verdicts and noise flags, read from the runs frame.
 
-Everything here reads the tidy runs frame (:data:`benchlab.results.COLUMNS`) and nothing else.
+Everything here reads the tidy runs frame (:data:`benchlab.results.COLUMNS`) and nothing else; the reasons
+for each method and the simulation that checks them are in ``docs/statistics.md``.
 
-Confidence intervals of a mean are Student t intervals below 10 repeats (a bootstrap of 3 values
-is too coarse to mean anything) and percentile bootstrap intervals (10 000 resamples, fixed seed) from
-10 repeats on; ``ci_method`` says which. Ratios to the baseline use a two-sample percentile bootstrap
-of the ratio of means.
-
-A difference is *significant* when a test rejects equality at ``alpha`` **and** the bootstrap interval
-of the ratio excludes 1. The test is Mann-Whitney U (scipy) when the repeats allow it to reach
-``alpha`` at all; with 3 against 3 its smallest two-sided p is 0.1, so there Welch's t-test is used, and
-the verdict names the test.
+- The interval of a mean, for a positive metric, is Cox's interval for a log-normal mean:
+  ``exp(m + v/2 +- t(n-1) * sqrt(v/n + v**2/(2(n-1))))`` with ``m``, ``v`` the mean and variance of the
+  logs. It stays positive and covers skewed metrics where Student t does not. A metric that can be 0 or
+  negative (error counts) gets the Student t interval. ``ci_method`` says which: ``"cox"`` or ``"t"``.
+- The interval of a ratio of means, for positive metrics, is the two-sample version of the same
+  (Welch degrees of freedom); otherwise Fieller's interval. ``ratio_method`` says which.
+- A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
+  excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
+  seeded Monte Carlo over 10 000 splits beyond 20 000) when the repeats let it reach ``alpha`` at all;
+  with 3 against 3 its smallest two-sided p is 0.1, so there Welch's t-test is used, and the verdict
+  names the test.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -31,8 +35,10 @@ TAIL_SPREAD_LIMIT = 3.0
 GENERATOR_BUSY_LIMIT = 0.90
 LITTLE_LIMIT = 3.0
 RATE_SHORTFALL_LIMIT = 0.95
-BOOTSTRAP_RESAMPLES = 10_000
+EXACT_SPLITS = 20_000
+MONTE_CARLO_SPLITS = 10_000
 SEED = 20261130
+SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
 
 #: Every flag and the one line a notebook reader gets for it.
 FLAGS = {
@@ -41,12 +47,12 @@ FLAGS = {
     "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
                      "stable, so no single run's p99 can be quoted",
     "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
-    "generator_bound": "the load generator's cores were {busy:.0%} busy: the run measured the load tool, not the "
-                       "server; give it more cores or fewer threads",
-    "littles_law": "Little's law expects p50 near connections/rps = {expected:.2f} ms but it is {p50:.2f} ms: "
-                   "connections sat idle or queued outside the server, so rps and latency disagree",
-    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy: the 40 ms delayed-ACK signature "
-                   "(Nagle on one side), not server work",
+    "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
+                       "the run measured the load tool, not the server; give it more threads and cores",
+    "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
+                   "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
+    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
+                   "40 ms delayed-ACK signature (Nagle on one side), not server work",
     "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
                       "server could not keep the rate, so latencies are not those of the target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
@@ -61,75 +67,218 @@ def _finite(values) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def mean_ci(values, *, confidence: float = 0.95) -> tuple[float, float, str]:
-    """(low, high, method) of the mean: t below 10 values, bootstrap from 10 on.
+# --- kernels: the repeats lie on the last axis, so a simulation can pass thousands of cells at once -------
+
+def _varies(x: np.ndarray):
+    # Repeats that are all equal (whole milliseconds, zero errors) show no noise to scale an interval by;
+    # a zero-width interval would claim certainty, so there is none.
+    return x.max(axis=-1) > x.min(axis=-1)
+
+
+def _t_quantile(alpha: float, df):
+    from scipy import stats
+
+    return stats.t.ppf(1 - alpha / 2, df)
+
+
+def _welch_df(wa, wb, na: int, nb: int):
+    # Welch-Satterthwaite. With no spread in either sample the width is 0 whatever the df, so say 1.
+    total, parts = wa + wb, wa ** 2 / (na - 1) + wb ** 2 / (nb - 1)
+    return np.where(parts > 0, total ** 2 / np.where(parts > 0, parts, 1.0), 1.0)
+
+
+def _t_interval(x: np.ndarray, alpha: float):
+    n = x.shape[-1]
+    half = _t_quantile(alpha, n - 1) * x.std(axis=-1, ddof=1) / math.sqrt(n)
+    return x.mean(axis=-1) - half, x.mean(axis=-1) + half
+
+
+def _log_mean(x: np.ndarray):
+    """log(mean) estimated as m + v/2 (exact for a log-normal, to second order for a small cv) and its
+    variance v/n + v^2/(2(n-1)) (Cox, in Land 1972)."""
+    y = np.log(x)
+    n, v = y.shape[-1], y.var(axis=-1, ddof=1)
+    return y.mean(axis=-1) + v / 2, v / n + v ** 2 / (2 * (n - 1))
+
+
+def _cox_interval(x: np.ndarray, alpha: float):
+    centre, var = _log_mean(x)
+    half = _t_quantile(alpha, x.shape[-1] - 1) * np.sqrt(var)
+    return np.exp(centre - half), np.exp(centre + half)
+
+
+def _cox_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
+    (ca, wa), (cb, wb) = _log_mean(a), _log_mean(b)
+    half = _t_quantile(alpha, _welch_df(wa, wb, a.shape[-1], b.shape[-1])) * np.sqrt(wa + wb)
+    return np.exp(ca - cb - half), np.exp(ca - cb + half)
+
+
+def _fieller_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
+    # Every r with (mean_a - r mean_b)^2 <= t^2 (va + r^2 vb). It is unbounded (NaN here) when mean_b
+    # itself is not surely away from 0, which is the honest answer for a ratio to a count near 0.
+    ma, mb = a.mean(axis=-1), b.mean(axis=-1)
+    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
+    t2 = _t_quantile(alpha, _welch_df(va, vb * (ma / mb) ** 2, a.shape[-1], b.shape[-1])) ** 2
+    quad, half = mb ** 2 - t2 * vb, ma * mb
+    root = np.sqrt(np.maximum(half ** 2 - quad * (ma ** 2 - t2 * va), 0.0))
+    safe = np.where(quad > 0, quad, 1.0)
+    return np.where(quad > 0, (half - root) / safe, np.nan), np.where(quad > 0, (half + root) / safe, np.nan)
+
+
+def _welch_p(a: np.ndarray, b: np.ndarray):
+    from scipy import stats
+
+    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
+    diff, se = np.abs(a.mean(axis=-1) - b.mean(axis=-1)), np.sqrt(va + vb)
+    varies = _varies(a) | _varies(b)  # not se > 0: the variance of equal floats can come out as 1e-37
+    t = np.where(varies, diff / np.where(varies, se, 1.0), np.nan)
+    return 2 * stats.t.sf(t, _welch_df(va, vb, a.shape[-1], b.shape[-1]))
+
+
+def _splits(na: int, nb: int):
+    """0/1 matrices (na + nb, k), each column marking the first sample of one split of the pooled repeats:
+    every split when there are at most EXACT_SPLITS, else MONTE_CARLO_SPLITS random ones from SEED."""
+    n = na + nb
+    step = max(1, min(1000, 1_000_000 // n))
+    if math.comb(n, na) <= EXACT_SPLITS:
+        every = itertools.combinations(range(n), na)
+        chunks = iter(lambda: list(itertools.islice(every, step)), [])
+    else:
+        rng = np.random.default_rng(SEED)
+        chunks = (np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
+                  for start in range(0, MONTE_CARLO_SPLITS, step))
+    for chosen in chunks:
+        mask = np.zeros((len(chosen), n))
+        np.put_along_axis(mask, np.asarray(chosen), 1.0, axis=1)
+        yield mask.T
+
+
+def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
+    """Two-sided p of the Mann-Whitney rank sum from its permutation distribution, with midranks for ties:
+    exact over every split, or Monte Carlo with p = (1 + k) / (1 + splits) so it never undershoots."""
+    from scipy import stats
+
+    na, nb = a.shape[-1], b.shape[-1]
+    ranks = stats.rankdata(np.concatenate([a, b], axis=-1), axis=-1)
+    centre = na * (na + nb + 1) / 2
+    observed = np.abs(ranks[..., :na].sum(axis=-1) - centre)[..., None] - 1e-9  # ranks are multiples of 1/2
+    at_least, splits = np.zeros(ranks.shape[:-1]), 0
+    for mask in _splits(na, nb):
+        at_least += (np.abs(ranks @ mask - centre) >= observed).sum(axis=-1)
+        splits += mask.shape[1]
+    return at_least / splits if math.comb(na + nb, na) <= EXACT_SPLITS else (1 + at_least) / (1 + splits)
+
+
+# --- the rules, vectorised: each picks its method per row, so a simulation runs exactly this code -------
+
+def _mean_interval(x: np.ndarray, alpha: float):
+    positive = np.all(x > 0, axis=-1)
+    with np.errstate(over="ignore"):  # 2 repeats 1e6x apart: the upper bound is inf, and rightly so
+        cox = _cox_interval(np.where(positive[..., None], x, 1.0), alpha)
+    t = _t_interval(x, alpha)
+    low, high = np.where(positive, cox[0], t[0]), np.where(positive, cox[1], t[1])
+    return np.where(_varies(x), low, np.nan), np.where(_varies(x), high, np.nan)
+
+
+def _ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
+    positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
+        fieller = _fieller_ratio(a, b, alpha)
+    varies = _varies(a) | _varies(b)
+    return (np.where(positive & varies, cox[0], np.where(varies, fieller[0], np.nan)),
+            np.where(positive & varies, cox[1], np.where(varies, fieller[1], np.nan)))
+
+
+def _test_name(na: int, nb: int, alpha: float) -> str:
+    if na < 2 or nb < 2:
+        return "none"
+    # A rank test's smallest two-sided p is 2 / C(n, k); compared as integers, this never overflows.
+    return "Mann-Whitney" if math.comb(na + nb, na) > 2 / alpha else "Welch t"
+
+
+def _test_p(a: np.ndarray, b: np.ndarray, alpha: float):
+    return (_mann_whitney_p if _test_name(a.shape[-1], b.shape[-1], alpha) == "Mann-Whitney" else _welch_p)(a, b)
+
+
+def _significant(p, low, high, alpha: float):
+    # Both must agree: the test rejects, and the ratio's interval lies wholly on one side of 1.
+    return (p < alpha) & ((low > 1) | (high < 1))
+
+
+# --- one metric ------------------------------------------------------------------------------------------
+
+def mean_ci(values, *, alpha: float = 0.05) -> tuple[float, float, str]:
+    """(low, high, method) of the mean at confidence ``1 - alpha``: ``"cox"`` when every value is positive,
+    ``"t"`` (Student) otherwise; ``"none"``, with no interval, below 2 values or when all are equal.
 
     >>> low, high, method = mean_ci([10.0, 11.0, 12.0]); round(low, 2), round(high, 2), method
-    (8.52, 13.48, 't')
+    (8.78, 13.83, 'cox')
+    >>> [round(v, 3) for v in mean_ci([0, 1, 2], alpha=0.10)[:2]], mean_ci([0, 1, 2])[2]
+    ([-0.686, 2.686], 't')
+    """
+    x = _finite(values)
+    if len(x) < 2 or not _varies(x):
+        return math.nan, math.nan, "none"
+    low, high = _mean_interval(x, alpha)
+    return float(low), float(high), "cox" if np.all(x > 0) else "t"
+
+
+def describe(values, *, alpha: float = 0.05) -> dict:
+    """n, mean, median, stdev, cv, min, max and the mean's interval (:func:`mean_ci`) at ``1 - alpha``.
+
+    >>> describe([10.0, 11.0, 12.0])["ci_method"]
+    'cox'
     """
     x = _finite(values)
     n = len(x)
-    if n < 2:
-        return math.nan, math.nan, "none"
-    if np.all(x == x[0]):
-        return float(x[0]), float(x[0]), "t" if n < 10 else "bootstrap"
-    from scipy import stats
-
-    if n < 10:
-        half = stats.t.ppf((1 + confidence) / 2, n - 1) * x.std(ddof=1) / math.sqrt(n)
-        return float(x.mean() - half), float(x.mean() + half), "t"
-    result = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
-                             method="percentile", random_state=np.random.default_rng(SEED))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high), "bootstrap"
-
-
-def describe(values) -> dict:
-    """n, mean, median, stdev, cv, min, max and the 95% CI of the mean."""
-    x = _finite(values)
-    n = len(x)
-    if n == 0:
-        return {"n": 0, "mean": math.nan, "median": math.nan, "stdev": math.nan, "cv": math.nan,
-                "min": math.nan, "max": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "none"}
-    mean = float(x.mean())
     stdev = float(x.std(ddof=1)) if n > 1 else math.nan
-    low, high, method = mean_ci(x)
-    return {"n": n, "mean": mean, "median": float(np.median(x)), "stdev": stdev,
-            "cv": stdev / mean if n > 1 and mean else math.nan, "min": float(x.min()), "max": float(x.max()),
-            "ci_low": low, "ci_high": high, "ci_method": method}
+    mean = float(x.mean()) if n else math.nan
+    low, high, method = mean_ci(x, alpha=alpha)
+    return {"n": n, "mean": mean, "median": float(np.median(x)) if n else math.nan, "stdev": stdev,
+            "cv": stdev / mean if n > 1 and mean else math.nan, "min": float(x.min()) if n else math.nan,
+            "max": float(x.max()) if n else math.nan, "ci_low": low, "ci_high": high, "ci_method": method}
 
 
-def ratio_ci(values, baseline, *, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(ratio of means, low, high): a two-sample percentile bootstrap of mean(values)/mean(baseline)."""
+def ratio_method(values, baseline) -> str:
+    """How :func:`ratio_ci` builds its interval here: ``"cox"`` (every value positive), ``"fieller"``
+    (some 0 or negative) or ``"none"`` (fewer than 2 values a side, a baseline mean of 0, or no repeat
+    that differs from the others on either side)."""
+    a, b = _finite(values), _finite(baseline)
+    if len(a) < 2 or len(b) < 2 or b.mean() == 0 or not (_varies(a) or _varies(b)):
+        return "none"
+    return "cox" if np.all(a > 0) and np.all(b > 0) else "fieller"
+
+
+def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, float]:
+    """(mean(values) / mean(baseline), low, high) at confidence ``1 - alpha``; :func:`ratio_method` says
+    how. Fieller's interval can be unbounded (the baseline's mean is not surely above 0): NaN bounds.
+
+    >>> [round(v, 3) for v in ratio_ci([178, 180, 176], [100, 101, 99])]
+    [1.78, 1.737, 1.824]
+    """
     a, b = _finite(values), _finite(baseline)
     if len(a) == 0 or len(b) == 0 or b.mean() == 0:
         return math.nan, math.nan, math.nan
-    ratio = float(a.mean() / b.mean())
-    if len(a) < 2 or len(b) < 2:
-        return ratio, math.nan, math.nan
-    if np.all(a == a[0]) and np.all(b == b[0]):
-        return ratio, ratio, ratio
-    from scipy import stats
-
-    result = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x, axis=axis) / np.mean(y, axis=axis),
-                             vectorized=True, paired=False, confidence_level=confidence,
-                             n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
-                             random_state=np.random.default_rng(SEED))
-    return ratio, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if ratio_method(a, b) == "none":
+        return float(a.mean() / b.mean()), math.nan, math.nan
+    low, high = _ratio_interval(a, b, alpha)
+    return float(a.mean() / b.mean()), float(low), float(high)
 
 
 def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, float]:
-    """(test name, two-sided p): Mann-Whitney U when it can reach ``alpha`` at these sizes, else Welch t."""
-    from scipy import stats
+    """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
+    ``alpha``, else Welch's t; ``("none", nan)`` below 2 values a side.
 
+    >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
+    ('Mann-Whitney', 0.086)
+    """
     a, b = _finite(values), _finite(baseline)
-    if len(a) < 2 or len(b) < 2:
-        return "none", math.nan
-    smallest_p = 2.0 / math.comb(len(a) + len(b), len(a))
-    if smallest_p < alpha:
-        return "Mann-Whitney", float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    if np.all(a == a[0]) and np.all(b == b[0]):
-        return "Welch t", 0.0 if a[0] != b[0] else 1.0
-    return "Welch t", float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    name = _test_name(len(a), len(b), alpha)
+    return name, (math.nan if name == "none" else float(_test_p(a, b, alpha)))
+
+
+test_difference.__test__ = False  # a statistics function, not a pytest test
 
 
 # --- the frame-level functions --------------------------------------------------------------------------
@@ -159,9 +308,11 @@ def pick_baseline(runs: pd.DataFrame, baseline: str | None = None) -> str | None
     return servers[0] if servers else None
 
 
-def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | None = None) -> pd.DataFrame:
-    """Per cell, server and metric: n, mean, median, stdev, cv, min, max, the 95% CI and the ratio to
-    the baseline server with its CI, plus the cell's flags.
+def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | None = None, *,
+            alpha: float = 0.05) -> pd.DataFrame:
+    """Per cell, server and metric: n, mean, median, stdev, cv, min, max, the mean's interval at
+    ``1 - alpha`` (``ci_method`` says how), the ratio to the baseline server with its interval
+    (``ratio_method`` says how), plus the cell's flags.
 
     Example
     -------
@@ -181,14 +332,16 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
                 mine = mine[mine[c].astype(object).where(mine[c].notna(), "-") == v] if c in mine else mine
             for metric in metrics:
                 row = {c: _restore(v) for c, v in zip(keys, cell)}
-                row.update(server=server, metric=metric, **describe(server_runs[metric]))
-                ratio, low, high = ratio_ci(server_runs[metric], base[metric]) if len(base) else (math.nan,) * 3
+                row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
+                ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
+                                    else (math.nan,) * 3)
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
+                           ratio_method=ratio_method(server_runs[metric], base[metric]),
                            flags=",".join(sorted(set(mine["flag"]))))
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
                                        "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",
-                                       "ratio_high", "flags"])
+                                       "ratio_high", "ratio_method", "flags"])
 
 
 def _format_change(metric: str, ratio: float, low: float, high: float) -> str:
@@ -204,8 +357,10 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
              alpha: float = 0.05, pairs: str = "baseline") -> pd.DataFrame:
     """Pairwise comparisons per cell: each server against the baseline (``pairs="all"``: every pair).
 
-    The ``verdict`` column reads, for example, ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%],
-    significant (Mann-Whitney p=0.008)"`` or ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
+    A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
+    at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example,
+    ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%], significant (Mann-Whitney p=0.008)"`` or
+    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
     """
     baseline = pick_baseline(runs, baseline)
     rows = []
@@ -220,16 +375,17 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
         for server, against in pairings:
             a = group.loc[group["server"] == server, metric]
             b = group.loc[group["server"] == against, metric]
-            ratio, low, high = ratio_ci(a, b)
+            ratio, low, high = ratio_ci(a, b, alpha=alpha)
             test, p = test_difference(a, b, alpha=alpha)
-            excludes_one = not math.isnan(low) and (low > 1 or high < 1)
-            significant = bool(not math.isnan(p) and p < alpha and excludes_one)
+            significant = bool(_significant(p, low, high, alpha))
             n = min(len(_finite(a)), len(_finite(b)))
             change = _format_change(metric, ratio, low, high)
             if significant:
                 tail = f"significant ({test} p={p:.3g})"
             elif test == "none":
                 tail = f"not distinguishable at {n} repeat{'s' if n != 1 else ''} (at least 2 each are needed)"
+            elif math.isnan(p):
+                tail = f"not distinguishable at {n} repeats (no repeat differed from the others)"
             else:
                 tail = f"not distinguishable at {n} repeats ({test} p={p:.3g})"
             better = None
@@ -248,26 +404,53 @@ def _explain(flag: str, **values) -> str:
     return FLAGS[flag].format(**values)
 
 
+def _sleep_ms(scenario) -> float | None:
+    """How long a sleep scenario waits: ``"sleep:40"`` 40 ms, ``"sleep"`` the built-in 10 ms
+    (``servers.SCENARIOS``); None for any other scenario."""
+    if scenario == "sleep":
+        return SLEEP_DEFAULT_MS
+    if isinstance(scenario, str) and scenario.startswith("sleep:") and scenario[6:].isdigit():
+        return float(scenario[6:])
+    return None
+
+
 def run_flags(row) -> list[tuple[str, str]]:
-    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``."""
+    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``.
+
+    - ``generator_bound``: the load tool's CPU over the cores it could use, ``min(threads, load_cores)``
+      when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%.
+    - ``littles_law``: closed-loop loads obey N = X * R, so connections / rps should be near the *mean*
+      latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
+    - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
+      signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
+
+    >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
+    ['generator_bound']
+    """
     out: list[tuple[str, str]] = []
     get = lambda name: row.get(name) if hasattr(row, "get") else getattr(row, name, None)  # noqa: E731
-    num = lambda name: (float(get(name)) if get(name) is not None and not pd.isna(get(name)) else None)  # noqa: E731
+
+    def num(name):
+        value = pd.to_numeric(get(name), errors="coerce")
+        return None if value is None or pd.isna(value) else float(value)
+
     if get("status") == "failed":
         return [("failed", _explain("failed", error=str(get("error") or "unknown error").splitlines()[0]))]
     errors = num("errors_total")
     if errors:
         out.append(("errors", _explain("errors", errors=errors)))
-    load_cpu, cores = num("load_cpu_mean"), num("load_cores") or 1.0
-    if load_cpu is not None and load_cpu / (100.0 * cores) > GENERATOR_BUSY_LIMIT:
-        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * cores))))
-    rps, p50, conns = num("rps"), num("p50"), num("connections")
-    if get("load") in ("duration", "count") and rps and p50 and conns:
+    load_cpu, cores, threads = num("load_cpu_mean"), num("load_cores") or 1.0, num("threads")
+    usable = min(threads, cores) if threads and threads > 0 else cores
+    if load_cpu is not None and load_cpu / (100.0 * usable) > GENERATOR_BUSY_LIMIT:
+        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * usable), usable=usable)))
+    rps, mean, conns = num("rps"), num("lat_mean"), num("connections")
+    if get("load") in ("duration", "count") and rps and mean and conns:
         expected = conns / rps
-        if not (1 / LITTLE_LIMIT <= p50 / expected <= LITTLE_LIMIT):
-            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, p50=p50 * 1e3)))
-    server_cpu = num("server_cpu_mean")
-    if p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30:
+        if not (1 / LITTLE_LIMIT <= mean / expected <= LITTLE_LIMIT):
+            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, mean=mean * 1e3)))
+    p50, server_cpu, sleep = num("p50"), num("server_cpu_mean"), _sleep_ms(get("scenario"))
+    if (p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30
+            and not (sleep is not None and 30 <= sleep <= 50)):
         out.append(("delayed_ack", _explain("delayed_ack", p50=p50 * 1e3, cpu=server_cpu)))
     target = num("target_rps")
     if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:
@@ -317,8 +500,9 @@ def flags(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["level", "id", *keys, "server", "flag", "explanation"])
 
 
-def table(runs: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
-    """The per-run table the published comparison used: one row per server, columns run 1..N, mean, CI.
+def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
+    """The per-run table the published comparison used: one row per server, columns run 1..N, mean and
+    the mean's interval at ``1 - alpha``.
 
     Cells other than the server become part of the row index when the runs hold more than one.
     """
@@ -331,7 +515,7 @@ def table(runs: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
         row = dict(zip([*keys, "server"], group_key))
         for i, value in enumerate(ordered[metric], start=1):
             row[f"run {i}"] = value
-        d = describe(ordered[metric])
+        d = describe(ordered[metric], alpha=alpha)
         row.update(mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"], cv=d["cv"],
                    ci=_format_ci(d["ci_low"], d["ci_high"]))
         rows.append(row)

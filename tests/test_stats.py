@@ -32,17 +32,59 @@ def test_describe_known_answers():
     assert (d["n"], d["mean"], d["median"], d["min"], d["max"]) == (3, 11.0, 11.0, 10.0, 12.0)
     assert d["stdev"] == pytest.approx(1.0)
     assert d["cv"] == pytest.approx(1 / 11)
+    # Cox on the logs: m = 2.395129, v = 0.0083161; centre m + v/2 = 2.399287,
+    # se = sqrt(v/3 + v^2/4) = 0.052814, half = t(0.975, 2) 4.302653 * se = 0.227238.
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx((math.exp(2.172049), math.exp(2.626525)), abs=1e-3)
+    assert d["ci_method"] == "cox"
+
+
+def test_a_metric_that_can_be_zero_gets_the_t_interval():
     # t(0.975, 2) = 4.3027; half-width = 4.3027 * 1 / sqrt(3) = 2.4841
-    assert (d["ci_low"], d["ci_high"]) == pytest.approx((8.5159, 13.4841), abs=1e-3)
-    assert d["ci_method"] == "t"
+    low, high, method = stats.mean_ci([0.0, 1.0, 2.0])
+    assert (low, high, method) == (pytest.approx(-1.4841, abs=1e-3), pytest.approx(3.4841, abs=1e-3), "t")
 
 
-def test_bootstrap_from_ten_repeats():
+def test_one_interval_method_at_every_number_of_repeats():
+    # The old rule switched to a bootstrap at 10 repeats, and the interval got narrower than the t
+    # interval's there: 9 and 10 repeats of the same noise must be treated alike.
+    methods = {stats.mean_ci([100.0 + (i * 7) % 5 for i in range(n)])[2] for n in range(2, 40)}
+    assert methods == {"cox"}
     values = [100.0 + i for i in range(12)]
-    low, high, method = stats.mean_ci(values)
-    assert method == "bootstrap"
-    assert low < sum(values) / 12 < high
-    assert stats.mean_ci(values) == (low, high, method), "a fixed seed makes the interval repeatable"
+    assert stats.mean_ci(values) == stats.mean_ci(values), "no random resampling: the interval is repeatable"
+
+
+def test_a_positive_quantity_keeps_a_positive_interval():
+    # A rendered report showed [-1,029, 6,495] req/s at 2 repeats: values near 2,437 and 3,029.
+    low, high, method = stats.mean_ci([2437.0, 3029.0])
+    assert method == "cox" and 0 < low < 2437 and high > 3029
+
+
+def test_alpha_reaches_every_interval():
+    values, baseline = [100.0, 104.0, 97.0, 101.0], [90.0, 95.0, 93.0, 91.0]
+    wide, narrow = stats.mean_ci(values, alpha=0.01), stats.mean_ci(values, alpha=0.20)
+    assert wide[0] < narrow[0] < narrow[1] < wide[1]
+    assert stats.describe(values, alpha=0.20)["ci_low"] == narrow[0]
+    wide, narrow = stats.ratio_ci(values, baseline, alpha=0.01), stats.ratio_ci(values, baseline, alpha=0.20)
+    assert wide[1] < narrow[1] < narrow[2] < wide[2]
+    runs = frame(repeats("tomcat", baseline) + repeats("jetty", values))
+    loose, strict = (stats.verdicts(runs, baseline="tomcat", alpha=a).iloc[0] for a in (0.20, 0.01))
+    assert strict["change_low"] < loose["change_low"] and strict["test"] == "Welch t"  # 4 v 4 cannot reach 1%
+    s = stats.summary(runs, metrics=("rps",), baseline="tomcat", alpha=0.20).set_index("server")
+    assert s.loc["jetty", "ci_low"] == narrow_mean_low(values) and s.loc["jetty", "ratio_low"] == narrow[1]
+
+
+def narrow_mean_low(values):
+    return stats.mean_ci(values, alpha=0.20)[0]
+
+
+def test_repeats_that_never_vary_have_no_interval():
+    # Whole milliseconds: three repeats of 2 ms say nothing about the noise; [2, 2] would claim certainty.
+    assert stats.mean_ci([0.002, 0.002, 0.002])[2] == "none"
+    ratio, low, high = stats.ratio_ci([0.003] * 3, [0.002] * 3)
+    assert ratio == pytest.approx(1.5) and math.isnan(low) and stats.ratio_method([0.003] * 3, [0.002] * 3) == "none"
+    rows = [dict(server=s, rps=100, p50=x, repeat=i) for s, x in [("a", 0.002), ("b", 0.003)] for i in range(3)]
+    v = stats.verdicts(frame(rows), metric="p50", baseline="a").iloc[0]
+    assert not v["significant"] and "no repeat differed" in v["verdict"]
 
 
 def test_single_run_has_no_interval():
@@ -54,12 +96,41 @@ def test_ratio_interval_contains_the_ratio():
     ratio, low, high = stats.ratio_ci([178, 180, 176], [100, 101, 99])
     assert ratio == pytest.approx(1.78)
     assert low < 1.78 < high and low > 1.7 and high < 1.86
+    assert stats.ratio_method([178, 180, 176], [100, 101, 99]) == "cox"
+
+
+def test_ratio_of_counts_uses_fieller():
+    # Error counts can be 0, so no logarithms: Fieller's interval, unbounded (NaN) when the baseline's
+    # mean is not surely above 0.
+    ratio, low, high = stats.ratio_ci([0, 2, 4], [10, 11, 12])
+    assert stats.ratio_method([0, 2, 4], [10, 11, 12]) == "fieller" and low < 0.18 < high
+    assert math.isnan(stats.ratio_ci([3, 4, 5], [0, 1, 3])[1])
 
 
 def test_test_choice_follows_what_can_reach_alpha():
     assert stats.test_difference([1, 2, 3], [4, 5, 6])[0] == "Welch t"          # 3 v 3: MWU min p = 0.1
     test, p = stats.test_difference([1, 2, 3, 4], [5, 6, 7, 8])
     assert test == "Mann-Whitney" and p == pytest.approx(2 / 70)
+    assert stats.test_difference([1, 2, 3, 4], [5, 6, 7, 8], alpha=0.01)[0] == "Welch t"  # 2/70 > 0.01
+
+
+def test_ties_get_the_exact_p():
+    # Whole-millisecond p50s: the normal approximation said p=0.047; 6 of the 70 splits are as extreme.
+    test, p = stats.test_difference([1, 1, 1, 2], [2, 2, 3, 3])
+    assert test == "Mann-Whitney" and p == pytest.approx(6 / 70)
+    v = stats.verdicts(frame([dict(server=s, rps=100, p50=x / 1e3, repeat=i) for s, xs in
+                              [("a", [1, 1, 1, 2]), ("b", [2, 2, 3, 3])] for i, x in enumerate(xs)]),
+                       metric="p50", baseline="a").iloc[0]
+    assert not v["significant"] and "Mann-Whitney p=0.0857" in v["verdict"]
+
+
+def test_many_repeats():
+    # math.comb(600, 300) overflowed a float; a few hundred or thousands of repeats must just work.
+    values = [100.0 + (i * 37) % 11 for i in range(2000)]
+    baseline = [101.0 + (i * 17) % 13 for i in range(2000)]
+    test, p = stats.test_difference(values, baseline)
+    assert test == "Mann-Whitney" and 0 <= p <= 1
+    assert stats.mean_ci(values)[2] == "cox" and not math.isnan(stats.ratio_ci(values, baseline)[1])
 
 
 def test_verdicts_separate_difference_from_noise():
@@ -83,7 +154,7 @@ def test_lower_latency_is_better():
 def test_summary_has_ratios_and_flags():
     runs = frame(repeats("tomcat", [100, 101, 99]) + repeats("jetty", [178, 250, 120]))
     s = stats.summary(runs, metrics=("rps",), baseline="tomcat").set_index("server")
-    assert s.loc["tomcat", "ratio"] == 1.0
+    assert s.loc["tomcat", "ratio"] == 1.0 and set(s["ci_method"]) == set(s["ratio_method"]) == {"cox"}
     assert s.loc["jetty", "ratio"] == pytest.approx(182.667 / 100, rel=1e-3)
     assert "high_cv" in s.loc["jetty", "flags"] and s.loc["tomcat", "flags"] == ""
 
@@ -127,18 +198,30 @@ def test_flag_generator_bound():
     assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0)])
     assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,
                                                   load_cores=2)])
+    # One wrk thread can keep one core busy: 97% of one core is bound though two cores were given.
+    assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0, load_cores=2,
+                                              threads=1)])
+    assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,
+                                                  load_cores=2, threads=4)])
 
 
 def test_flag_littles_law():
-    # 100 connections at 1000 req/s means 100 ms in flight; a 5 ms p50 cannot be.
-    assert "littles_law" in flagged([dict(server="a", rps=1000, p50=0.005, connections=100)])
-    assert "littles_law" not in flagged([dict(server="a", rps=1000, p50=0.09, connections=100)])
+    # 100 connections at 1000 req/s means a mean of 100 ms in flight; a 5 ms mean cannot be.
+    assert "littles_law" in flagged([dict(server="a", rps=1000, lat_mean=0.005, p50=0.005, connections=100)])
+    assert "littles_law" not in flagged([dict(server="a", rps=1000, lat_mean=0.09, p50=0.09, connections=100)])
+    # Little's law is about the mean: a skewed latency (p50 5 ms, a tail pulling the mean to 95 ms) obeys
+    # it. The old check read p50 and flagged this run.
+    assert "littles_law" not in flagged([dict(server="a", rps=1000, lat_mean=0.095, p50=0.005, connections=100)])
 
 
 def test_flag_delayed_ack():
     assert "delayed_ack" in flagged([dict(server="a", rps=25, p50=0.040, connections=1, server_cpu_mean=3.0)])
     assert "delayed_ack" not in flagged([dict(server="a", rps=25, p50=0.040, connections=1,
                                               server_cpu_mean=95.0)])
+    # A scenario that sleeps 40 ms explains a 40 ms p50 on an idle server; the built-in sleep is 10 ms.
+    for scenario, flags_it in [("sleep:40", False), ("sleep:45", False), ("sleep", True), ("sleep:5", True)]:
+        runs = [dict(server="a", scenario=scenario, rps=25, p50=0.041, connections=1, server_cpu_mean=3.0)]
+        assert ("delayed_ack" in flagged(runs)) is flags_it, scenario
 
 
 def test_flag_rate_shortfall_and_shared_cores():
