@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab import api, stats
+from benchlab import stats
 from benchlab.errors import UsageError
 from benchlab.results import COLUMNS
 
@@ -246,40 +246,3 @@ def test_every_flag_has_one_line():
 SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 
 
-def names(matrix):
-    return [spec.server.name.removeprefix("spring-")[0].upper() for _, spec in matrix]
-
-
-def test_interleaved_order_is_abcabc():
-    matrix = api.plan(SERVERS, ["hello"], [10], repeats=3, duration="1s", warmup=0)
-    assert "".join(names(matrix)) == "TJUTJUTJU"
-    assert [r for r, _ in matrix] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-
-
-def test_shuffled_order_is_seeded_and_blocked():
-    a = api.plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, duration="1s")
-    b = api.plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, duration="1s")
-    assert names(a) == names(b)
-    for block in range(4):
-        assert sorted(names(a)[block * 3:block * 3 + 3]) == ["J", "T", "U"], "every repeat holds every server"
-
-
-def test_matrix_covers_every_cell():
-    matrix = api.plan(SERVERS[:2], ["hello", "json"], [16, 64], repeats=2, duration="1s")
-    assert len(matrix) == 2 * 2 * 2 * 2
-    cells = {(s.server.name, s.scenario.name, s.load.connections, r) for r, s in matrix}
-    assert len(cells) == 16
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(servers=[]), "servers is empty"),
-    (dict(repeats=0), "repeats must be"),
-    (dict(order="grouped"), "unknown order"),
-    (dict(servers=["spring-tomcat", "spring-tomcat"]), "twice"),
-    (dict(load="rate"), "rates="),
-])
-def test_bad_compare_input(kwargs, message):
-    options = dict(servers=SERVERS, scenarios=["hello"], connections=[10], repeats=1)
-    options.update(kwargs)
-    with pytest.raises(UsageError, match=message):
-        api.plan(**options)
