@@ -23,7 +23,7 @@ def _per_run(given: dict) -> dict:
 
 
 @keywords
-def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="10s",
+def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
         backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, port=None,
         startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
@@ -31,7 +31,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response,
-    warms it up for ``warmup``, then offers the load for ``duration`` from ``load_cpus`` while sampling
+    warms it up (``warmup="auto"``: until its throughput stops rising, see :mod:`benchlab.warmup`; or a
+    fixed time such as ``"30s"``), then offers the load for ``duration`` from ``load_cpus`` while sampling
     both sides' CPU and memory. The result is written to ``results_dir/<run id>/run.json`` with the load
     tool's raw output and the server log beside it. Every option is checked before anything is built,
     started or written; a run that fails leaves nothing behind but the error, which names the cause.
@@ -68,7 +69,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
 @keywords
 def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, threads=None,
-            duration="30s", warmup="10s", timeout="10s", load="duration", users=None, loops=None, rates=None,
+            duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
             backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, port=None,
             startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
@@ -119,7 +120,7 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
         base = base / f"compare-{suite}"
     base.mkdir(parents=True, exist_ok=True)
 
-    bar = Progress([spec.load.warmup + spec.load.planned_seconds for _, spec in runs], enabled=progress)
+    bar = Progress([spec.load.warmup_seconds + spec.load.planned_seconds for _, spec in runs], enabled=progress)
     records: list[Run] = []
     shared: dict[str, object] = {}
     try:

@@ -20,6 +20,13 @@ def _pct(value) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def _warmup(asked, metrics) -> str:
+    took = metrics.get("warmup_s")
+    if asked != "auto":
+        return f"{asked:g}s"
+    return f"auto ({took:.0f} s{', not steady' if metrics.get('warm') is False else ''})" if took else "auto"
+
+
 def format_run(run) -> str:
     """A readable summary of one run: rps, percentiles, errors, CPU and RSS, startup."""
     p, m = run.params, run.metrics
@@ -30,7 +37,7 @@ def format_run(run) -> str:
         f"{p['load']}: c={p['connections']} t={p['threads']}"
         + (f" rate={p['rate']:.0f}/s" if p.get("rate") else "")
         + (f" users={p['users']} loops={p['loops']}" if p.get("users") else "")
-        + f" duration={p['duration']:g}s warmup={p['warmup']:g}s backend={p['backend']}",
+        + f" duration={p['duration']:g}s warmup={_warmup(p['warmup'], m)} backend={p['backend']}",
         f"  requests/s  {m['rps']:,.1f}   ({m['requests']:,} requests in {m['elapsed_s']:.2f} s"
         + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
     ]

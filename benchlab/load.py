@@ -20,6 +20,9 @@ from .errors import UsageError
 
 MODELS = ("duration", "count", "rate")
 
+#: warmup="auto": warm in slices until throughput stops rising (see :mod:`benchlab.warmup`).
+AUTO = "auto"
+
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
@@ -68,7 +71,7 @@ class Load:
     connections: int = 200
     threads: int = 1
     duration: float = 30.0
-    warmup: float = 10.0
+    warmup: float | str = "auto"
     timeout: float = 10.0
     users: int | None = None
     loops: int | None = None
@@ -81,6 +84,11 @@ class Load:
         if self.model not in MODELS:
             raise UsageError(f"unknown load model {self.model!r}: choose one of {', '.join(MODELS)}")
         for name in ("duration", "warmup", "timeout", "ramp_up"):
+            if name == "warmup" and self.warmup == AUTO:
+                continue
+            if name == "warmup" and isinstance(self.warmup, str) and not _DURATION.match(self.warmup):
+                raise UsageError(f"bad warmup {self.warmup!r}: use 'auto' (until throughput stops rising) or a "
+                                 "time such as '30s'")
             object.__setattr__(self, name, parse_duration(getattr(self, name), what=name))
         if self.model == "count":
             users = _positive_int("users", self.users)
@@ -121,6 +129,11 @@ class Load:
     def requests(self) -> int | None:
         """The planned request count of a ``count`` load, else None."""
         return self.users * self.loops if self.model == "count" else None
+
+    @property
+    def warmup_seconds(self) -> float:
+        """The warm-up expected, for progress and ETA: a fixed warm-up, or a guess of 60 s for ``auto``."""
+        return 60.0 if self.warmup == AUTO else self.warmup
 
     @property
     def planned_seconds(self) -> float:

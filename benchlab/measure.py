@@ -16,10 +16,10 @@ from pathlib import Path
 
 from . import backends, drivers, metadata, servers
 from .errors import ServerError, VerifyError, tail
-from .load import Load
 from .monitor import Monitor
 from .results import Run, save
 from .spec import RunSpec
+from .warmup import warm_up
 
 
 def now() -> str:
@@ -82,21 +82,6 @@ class _Attached:
         pass
 
 
-def _warm_up(driver, url: str, spec: RunSpec, run_dir: Path, runner) -> None:
-    """Warm the server for ``spec.load.warmup`` seconds; nothing of it is recorded.
-
-    A count load has no duration of its own (and h2load's own warm-up option skews its byte counts), so
-    wrk warms the server for it with the same number of connections.
-    """
-    load = spec.load
-    if load.model == "count":
-        driver = drivers.tool("wrk")
-        load = Load(connections=load.users, threads=min(load.threads, load.users), duration=load.warmup,
-                    warmup=load.warmup, timeout=load.timeout)
-    drivers.execute(driver, url, spec.scenario, load, cpus=spec.load_cpus, workdir=run_dir, phase="warmup",
-                    runner=runner)
-
-
 def _died(spec: RunSpec, instance, log_path: Path) -> ServerError:
     code = instance.metadata.get("exit_code")
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -146,9 +131,11 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         status, headers, body = verify(instance.url, spec.scenario)
         info = _server_info(instance.url, spec.server)
         runner = backend.load_runner()  # docker may run the load tool in its own container
-        if spec.load.warmup > 0:
-            phase("warmup")
-            _warm_up(driver, instance.url, spec, run_dir, runner)
+        phase("warmup")
+        warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=run_dir,
+                         runner=runner)
+        if not instance.alive():
+            raise ServerError(f"{spec.server.name} died during the warm-up")
         phase("measure")
         with Monitor(spec.sample_interval) as monitor:
             monitor.watch("server", instance.probe)
@@ -171,9 +158,11 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
                  "argv": instance.metadata.get("argv")},
         verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
         shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+        warmup=warmed,
         server_alive_after_load=alive_after,
     )
-    measured = {"target_rps": None, **metrics, **resources}
+    measured = {"target_rps": None, **metrics, **resources, "warmup_s": warmed["seconds"],
+                "warm": warmed["steady"]}
     record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
                  samples=tuple((s.t, s.role, s.cpu, s.rss) for s in monitor.samples), suite=suite, label=label,
                  key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir))

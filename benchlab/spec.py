@@ -61,7 +61,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("repeats", "int", "compare", "runs per server and cell, interleaved"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "unrecorded warm-up before each measurement, e.g. 10s"),
+    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a time such as 30s"),
     Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
     Option("load", "text", "both", "the load model", LOAD_MODELS),
     Option("users", "int", "run", "count model: parallel users"),
@@ -184,7 +184,7 @@ def _choice(name: str, value, choices) -> None:
 
 
 def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s",
-            warmup="10s", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
+            warmup="auto", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
             plan=None, driver=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
             java=None, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
             base_image=None, load_in_container=False, load_docker_host=None) -> RunSpec:

@@ -1,0 +1,59 @@
+"""warmup="auto": warm until throughput stops rising, and keep the curve (a real server and real wrk)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import benchlab
+from benchlab import warmup
+from benchlab.errors import UsageError
+from benchlab.load import Load
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.mark.parametrize("rps, expected", [
+    ([1000, 1010, 1005], True),
+    ([1000, 1030, 1005], False),           # 3% apart
+    ([1000, 1009, 1018], False),           # climbing
+    ([500, 900, 1000, 1010, 1005], True),  # only the last three count
+    ([1000, 1000], False),                 # too few
+    ([0, 0, 0], False),                    # nothing answered
+])
+def test_steady_rule(rps, expected):
+    assert warmup.steady(rps) is expected
+
+
+def test_warmup_is_auto_by_default_or_a_time():
+    assert Load().warmup == "auto" and Load(warmup="30s").warmup == 30.0
+    with pytest.raises(UsageError, match="use 'auto'"):
+        Load(warmup="warm")
+
+
+@pytest.mark.integration
+def test_a_server_slow_to_warm_is_warmed_until_steady(tmp_path):
+    server = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "12"],
+                                          name="warming", path="/")
+    run = benchlab.run(server, "/", connections=4, duration="2s", results_dir=tmp_path)
+    curve = run.metadata["warmup"]
+    assert curve["mode"] == "auto" and curve["steady"] is True and run.metrics["warm"] is True
+    rps = [s["rps"] for s in curve["slices"]]
+    assert len(rps) >= 4, "two slow slices, then three steady ones at least"
+    assert rps[0] < 0.5 * rps[-1], "the first slice saw the slow server, the last the fast one"
+    assert curve["seconds"] >= 12 and run.metrics["warmup_s"] == curve["seconds"]
+    assert all(s["p99"] > 0 for s in curve["slices"])
+    assert run.metrics["rps"] > 0.8 * rps[-1], "the measurement came after the change"
+    stored = benchlab.load(tmp_path).records[0]
+    assert stored.metadata["warmup"]["slices"] == curve["slices"], "the curve is stored with the run"
+
+
+@pytest.mark.integration
+def test_a_fixed_warmup_keeps_its_time_and_judges_nothing(tmp_path):
+    server = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
+                                          name="warm", path="/")
+    run = benchlab.run(server, "/", connections=4, duration="1s", warmup="2s", results_dir=tmp_path)
+    assert run.metadata["warmup"]["mode"] == "fixed" and run.metadata["warmup"]["steady"] is None
+    assert 2.0 <= run.metrics["warmup_s"] < 10
