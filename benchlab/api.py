@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import backends, servers
+from . import precision as precision_rule
 from .errors import BenchlabError, LoadError, ServerError, UsageError, VerifyError
 from .matrix import load_tag, matrix, run_name, suite_id
 from .measure import failed, measure, new_run_id, now
@@ -68,7 +69,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
 
 @keywords
-def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, threads=None,
+def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, precision=0.03,
+            max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
             backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, port=None,
@@ -89,6 +91,10 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
     scenarios, connections : lists; with ``load="count"`` pair ``users`` and ``loops`` lists instead, and
         with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep
     order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
+    repeats : a number, or "auto": interleaved rounds are added until every rps ratio to the baseline (a
+        lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
+        ``max_repeats`` rounds, which the result then says (``Suite.precision``). The rule looks only at
+        the width of the intervals, never at significance, so the tests keep their level.
     restart : "each-run" (a fresh server every run, the default) or "never" (each server started once)
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
@@ -107,8 +113,14 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
 
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
-    runs = matrix(servers, scenarios, connections, repeats, order=order, seed=seed, load=load, users=users,
-                  loops=loops, rates=rates, options=_per_run(locals()))
+    by_precision = repeats == precision_rule.AUTO
+    if by_precision:
+        if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision < 1:
+            raise UsageError(f"precision must be a fraction between 0 and 1, such as 0.03 for +/-3%, not {precision!r}")
+        if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2:
+            raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
+    runs = matrix(servers, scenarios, connections, max_repeats if by_precision else repeats, order=order, seed=seed,
+                  load=load, users=users, loops=loops, rates=rates, options=_per_run(locals()))
     names = list(dict.fromkeys(spec.server.name for _, spec in runs))
     if baseline is not None:
         baseline = baseline if baseline in names else _server_name(baseline)
@@ -123,8 +135,13 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
     bar = Progress([spec.load.warmup_seconds + spec.load.planned_seconds for _, spec in runs], enabled=progress)
     records: list[Run] = []
     shared: dict[str, object] = {}
+    reached = None
     try:
-        for repeat, spec in runs:
+        for index, (repeat, spec) in enumerate(runs):
+            if by_precision and index and repeat != runs[index - 1][0] and repeat > 2:
+                reached = precision_rule.enough(records, baseline or names[0], precision)
+                if reached:  # a whole round is done and every ratio is known well enough
+                    break
             run_id = run_name(spec, repeat)
             run_dir = base / run_id
             done = run_dir / "run.json"
@@ -159,7 +176,13 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
         for instance in shared.values():
             instance.stop()
         bar.close()
-    return Suite(records, baseline=baseline or names[0], path=str(base))
+    suite = Suite(records, baseline=baseline or names[0], path=str(base))
+    if by_precision:
+        if reached is None:
+            reached = precision_rule.enough(records, baseline or names[0], precision)
+        suite.precision = {"asked": precision, "reached": bool(reached), "repeats": max(r.params["repeat"] for r in records),
+                           "widest": precision_rule.widest(records, baseline or names[0])}
+    return suite
 
 
 def _server_name(name) -> str:

@@ -73,7 +73,11 @@ def _numbers(kind: type, text: str) -> list:
 
 
 _LISTS = {"texts": _csv, "ints": lambda text: _numbers(int, text), "floats": lambda text: _numbers(float, text)}
-_SCALARS = {"text": str, "int": int, "float": float}
+def count(text: str):
+    return text if text == "auto" else int(text)
+
+
+_SCALARS = {"text": str, "int": int, "float": float, "count": count}
 
 
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
@@ -145,6 +149,11 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             shown.loc[latency, column] *= 1000.0
         shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
         print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        reached = getattr(suite, "precision", None)
+        if reached:
+            print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
+                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
         print()
         print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         print()

@@ -30,7 +30,8 @@ class Option:
 
     ``kind`` is how a command-line value becomes a Python one: ``text``, ``int``, ``float``, ``bool``
     (``--x`` / ``--no-x``), ``texts``/``ints``/``floats`` (comma-separated lists) or ``repeat`` (the flag
-    given once per value). ``where`` is ``run``, ``compare`` or ``both``.
+    given once per value) or ``count`` (a whole number or ``auto``). ``where`` is ``run``, ``compare`` or
+    ``both``.
     """
 
     name: str
@@ -58,7 +59,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("scenarios", "texts", "compare", "one or more scenarios, comma separated"),
     Option("connections", "int", "run", "concurrent connections of the load generator"),
     Option("connections", "ints", "compare", "one or more connection counts, comma separated"),
-    Option("repeats", "int", "compare", "runs per server and cell, interleaved"),
+    Option("repeats", "count", "compare", "runs per server and cell, interleaved; auto: until precision is reached"),
+    Option("precision", "float", "compare", "repeats=auto: add rounds until every rps ratio is within +/- this"),
+    Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
     Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a time such as 30s"),

@@ -1,4 +1,4 @@
-"""warmup="auto": warm until throughput stops rising, and keep the curve (a real server and real wrk)."""
+"""Steady state: warmup="auto" warms until throughput stops rising; repeats="auto" adds rounds until precise."""
 
 from __future__ import annotations
 
@@ -57,3 +57,40 @@ def test_a_fixed_warmup_keeps_its_time_and_judges_nothing(tmp_path):
     run = benchlab.run(server, "/", connections=4, duration="1s", warmup="2s", results_dir=tmp_path)
     assert run.metadata["warmup"]["mode"] == "fixed" and run.metadata["warmup"]["steady"] is None
     assert 2.0 <= run.metrics["warmup_s"] < 10
+
+
+def _record(server: str, repeat: int, rps: float):
+    from benchlab.results import Run
+
+    return Run(id=f"{server}-{repeat}", params={"server": server, "repeat": repeat, "scenario": "hello"},
+               metrics={"rps": rps}, metadata={})
+
+
+def test_precision_is_the_widest_relative_half_width():
+    from benchlab import precision
+
+    tight = [_record(s, r, base * (1 + 0.002 * r)) for r in (1, 2, 3) for s, base in (("a", 1000), ("b", 1500))]
+    loose = [_record(s, r, base * (1 + 0.2 * (r % 2))) for r in (1, 2, 3) for s, base in (("a", 1000), ("b", 1500))]
+    assert precision.enough(tight, "a", 0.03) and precision.widest(tight, "a") < 0.03
+    assert not precision.enough(loose, "a", 0.03) and precision.widest(loose, "a") > 0.1
+    assert precision.widest(tight[:2], "a") == float("inf"), "one repeat has no interval"
+
+
+def _steady_server(name: str):
+    return benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
+                                        name=name, path="/")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("asked, reached", [(0.10, True), (0.0001, False)], ids=["reached", "capped"])
+def test_repeats_auto_adds_rounds_until_the_ratio_is_precise(tmp_path, asked, reached):
+    suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats="auto",
+                             precision=asked, max_repeats=4, duration="1s", warmup=0, results_dir=tmp_path,
+                             progress=False)
+    rounds = suite.runs.groupby("server")["repeat"].max()
+    assert suite.precision["reached"] is reached and suite.precision["asked"] == asked
+    if reached:
+        assert (rounds == 2).all() or (rounds == 3).all(), "it stopped at the first round that was precise"
+        assert suite.precision["widest"] <= asked
+    else:
+        assert (rounds == 4).all() and suite.precision["widest"] > asked, "it went on to max_repeats, and says so"
