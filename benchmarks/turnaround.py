@@ -1,17 +1,98 @@
-"""How long does a compare take beyond its load? Wall time against pure load time (warm-up + measure).
+"""How long does a compare take beyond its load? Server startup with and without CDS, then wall against load.
 
-The difference is what starting, verifying, stopping and storing cost per run. Goal: at most 1.25x.
+First, a built-in server's startup on one pinned core, from its Class Data Sharing archive and from the
+plain jar, measured side by side in pairs whose order alternates (so a machine that slows down or speeds
+up during the measurement weighs on both alike), the ratio taken pair by pair. Goal: startup with CDS at
+most 0.5x without.
 
-    python3 benchmarks/turnaround.py [--repeats 2] [--duration 20] [--warmup 10]
+Then a whole compare: wall time against pure load time (warm-up + measure). The difference is what
+starting, verifying, stopping and storing cost per run. Goal: at most 1.25x.
+
+    python3 benchmarks/turnaround.py [--pairs 6] [--core 0] [--repeats 2] [--duration 20] [--warmup 10]
+    python3 benchmarks/turnaround.py --startup-only
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import benchlab
+from benchlab import backends, process, servers
+
+
+def startup_seconds(server: servers.Server, *, cds: bool, core: int, log: Path) -> float:
+    """From the start of the JVM on ``core`` until its readiness path answers, as the local backend counts it."""
+    port = backends.free_port()
+    argv = server.argv(port, cds=cds)
+    assert servers.launch_mode(argv) == ("cds" if cds else "jar"), argv
+    with open(log, "ab") as out:
+        began = time.monotonic()
+        jvm = process.start(argv, cpus=(core,), stdout=out, stderr=out)
+        try:
+            backends.wait_ready(f"http://127.0.0.1:{port}{server.ready_path}", timeout=300,
+                                alive=lambda: jvm.poll() is None)
+            return time.monotonic() - began
+        finally:
+            process.stop(jvm)
+
+
+def paired_ratio(values: list[float], baseline: list[float], alpha: float = 0.05) -> tuple[float, float, float]:
+    """The geometric mean of values[i] / baseline[i] with a Student t interval on the log ratios.
+
+    Paired, because each pair ran back to back: on a shared machine whose load drifts by 2x within minutes,
+    an unpaired interval (stats.ratio_ci) would carry that drift and come out several times wider.
+    """
+    from scipy.stats import t
+
+    logs = [math.log(a / b) for a, b in zip(values, baseline)]
+    centre = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(centre), math.nan, math.nan
+    half = t.ppf(1 - alpha / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def startup(name: str, pairs: int, core: int) -> None:
+    server = servers.get(name)
+    began = time.monotonic()
+    prepared = servers.prepare_cds(server)  # made once, unpinned, before anything is measured
+    if prepared.archive is None:
+        raise SystemExit(f"no CDS archive to measure: {prepared.warning}")
+    print(f"{name}: CDS archive ready in {time.monotonic() - began:.1f} s ({Path(prepared.archive).parent.name})")
+    log = Path(tempfile.mkdtemp(prefix="benchlab-startup-")) / "server.log"
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for pair in range(pairs):
+        for cds in ((True, False) if pair % 2 == 0 else (False, True)):
+            times[cds].append(startup_seconds(server, cds=cds, core=core, log=log))
+    with_cds, without = times[True], times[False]
+    ratio, low, high = paired_ratio(with_cds, without)
+    print(f"startup on core {core}, {pairs} alternating pairs: median {statistics.median(with_cds):.2f} s with CDS, "
+          f"{statistics.median(without):.2f} s without")
+    print("  with CDS: " + " ".join(f"{t:.2f}" for t in with_cds))
+    print("  without:  " + " ".join(f"{t:.2f}" for t in without))
+    print(f"with / without (geometric mean of the per-pair ratios, 95% interval): {ratio:.3f} "
+          f"[{low:.3f}, {high:.3f}]   "
+          f"goal: startup with CDS <= 0.5 x without")
+
+
+def turnaround(args) -> None:
+    names = args.servers.split(",")
+    began = time.monotonic()
+    suite = benchlab.compare(names, ["hello"], [args.connections], repeats=args.repeats,
+                             duration=f"{args.duration}s", warmup=f"{args.warmup}s", progress=False,
+                             results_dir=tempfile.mkdtemp(prefix="benchlab-turnaround-"))
+    wall = time.monotonic() - began
+    runs = len(suite.runs)
+    load = runs * (args.duration + args.warmup)
+    startup_s = suite.runs["startup_ms"].mean() / 1000.0
+    print(f"{runs} runs of {args.warmup}s warm-up + {args.duration}s measure: load {load:.0f} s, wall {wall:.0f} s")
+    print(f"mean server startup {startup_s:.1f} s; other overhead {(wall - load) / runs - startup_s:.1f} s per run")
+    print(f"wall / load: {wall / load:.3f} (goal <= 1.25)")
 
 
 def main() -> None:
@@ -21,21 +102,16 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--startup-server", default="spring-tomcat", help="the server whose startup is timed")
+    parser.add_argument("--pairs", type=int, default=6, help="startup pairs (with CDS, without), order alternating")
+    parser.add_argument("--core", type=int, default=0, help="the one core each timed start is pinned to")
+    parser.add_argument("--startup-only", action="store_true", help="time the starts, skip the compare")
     args = parser.parse_args()
 
     benchlab.build()
-    servers = args.servers.split(",")
-    began = time.monotonic()
-    suite = benchlab.compare(servers, ["hello"], [args.connections], repeats=args.repeats,
-                             duration=f"{args.duration}s", warmup=f"{args.warmup}s", progress=False,
-                             results_dir=tempfile.mkdtemp(prefix="benchlab-turnaround-"))
-    wall = time.monotonic() - began
-    runs = len(suite.runs)
-    load = runs * (args.duration + args.warmup)
-    startup = suite.runs["startup_ms"].mean() / 1000.0
-    print(f"{runs} runs of {args.warmup}s warm-up + {args.duration}s measure: load {load:.0f} s, wall {wall:.0f} s")
-    print(f"mean server startup {startup:.1f} s; other overhead {(wall - load) / runs - startup:.1f} s per run")
-    print(f"wall / load: {wall / load:.3f} (goal <= 1.25)")
+    startup(args.startup_server, args.pairs, args.core)
+    if not args.startup_only:
+        turnaround(args)
 
 
 if __name__ == "__main__":

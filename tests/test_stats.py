@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab import stats
+from benchlab import flags, stats
 from benchlab.errors import UsageError
 from benchlab.results import COLUMNS
 
@@ -173,7 +173,7 @@ def test_table_layout():
 
 
 def flagged(rows: list[dict]) -> set[str]:
-    return set(stats.flags(frame(rows))["flag"])
+    return set(flags.flags(frame(rows))["flag"])
 
 
 def test_flag_high_cv():
@@ -185,8 +185,8 @@ def test_flag_tail_instability_the_6_to_234_ms_case():
     rows = repeats("jetty", [160, 165, 170])
     for row, p99 in zip(rows, [0.0224, 0.23401, 0.00604]):
         row["p99"] = p99
-    flags = stats.flags(frame(rows))
-    explanation = flags[flags.flag == "tail_unstable"]["explanation"].iloc[0]
+    found = flags.flags(frame(rows))
+    explanation = found[found.flag == "tail_unstable"]["explanation"].iloc[0]
     assert "38.7x" in explanation and "6.04 ms to 234.01 ms" in explanation
 
 
@@ -232,13 +232,13 @@ def test_flag_rate_shortfall_and_shared_cores():
 def test_failed_cells_are_reported():
     rows = [dict(server="a", status="failed", error="ServerError: boom", rps=None)] * 2
     rows += repeats("b", [100, 101])
-    flags = stats.flags(frame(rows))
-    assert set(flags[flags.server == "a"]["flag"]) == {"failed", "all_failed"}
-    assert "boom" in flags[flags.flag == "failed"]["explanation"].iloc[0]
+    found = flags.flags(frame(rows))
+    assert set(found[found.server == "a"]["flag"]) == {"failed", "all_failed"}
+    assert "boom" in found[found.flag == "failed"]["explanation"].iloc[0]
 
 
 def test_every_flag_has_one_line():
-    assert all("\n" not in text for text in stats.FLAGS.values())
+    assert all("\n" not in text for text in flags.FLAGS.values())
 
 
 # --- the order of a comparison (no server is started: plan() only resolves the matrix) ---------------
