@@ -26,8 +26,8 @@ def _per_run(given: dict) -> dict:
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
-        backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, port=None,
-        startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
+        backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
+        port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
         load_docker_host=None, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
@@ -73,8 +73,8 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
             max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
-            backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, memory=None, port=None,
-            startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
+            backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
+            port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
             load_docker_host=None, results_dir=None, label=None, progress=True, on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
@@ -196,7 +196,7 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     """restart="never": each server is started once, on its cores, and kept for all its runs."""
     name = spec.server.name
     if name not in shared:
-        servers.ensure_built(spec.server)
+        servers.ensure_built(spec.server, java=spec.java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
         port = spec.port or spec.server.port or backends.free_port()
         launch = backends.Launch(run_id=f"shared-{name}", port=port, cpus=spec.server_cpus,

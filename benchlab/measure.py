@@ -107,7 +107,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     driver = drivers.get(spec.driver, spec.load.model)
-    servers.ensure_built(spec.server)
+    servers.ensure_built(spec.server, java=spec.java, cds=spec.cds and spec.backend == "local")
     started_at = now()
     backend = backends.get(spec.backend, **spec.backend_options)
     phase = on_phase or (lambda name: None)

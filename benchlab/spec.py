@@ -85,6 +85,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("load_cpus", "text", "both", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)"),
     Option("jvm_opts", "repeat", "both", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m"),
     Option("java", "text", "both", "the java binary of the server (default: java on PATH)"),
+    Option("cds", "bool", "both", "start the built-in servers from a Class Data Sharing archive (half the startup)"),
     Option("memory", "text", "both", "docker: the server container's memory limit, e.g. 1g"),
     Option("port", "int", "both", "the server's port (default: a free one)"),
     Option("startup_timeout", "text", "both", "how long a server may take to answer after its start, e.g. 90s"),
@@ -137,6 +138,7 @@ class RunSpec:
     load_cpus: tuple[int, ...]
     jvm_opts: tuple[str, ...] = ()
     java: str = "java"
+    cds: bool = True
     memory: str | None = None
     port: int | None = None
     startup_timeout: float = 90.0
@@ -170,6 +172,7 @@ class RunSpec:
             "memory": self.memory,
             "jvm_opts": list(self.jvm_opts),
             "java": self.java,
+            "cds": self.cds,
             "repeat": repeat,
             "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
         }
@@ -189,7 +192,7 @@ def _choice(name: str, value, choices) -> None:
 def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s",
             warmup="auto", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
             plan=None, driver=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
-            java=None, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
+            java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
             base_image=None, load_in_container=False, load_docker_host=None) -> RunSpec:
     """Check every per-run option of :func:`benchlab.run` and resolve the defaults, starting nothing.
 
@@ -226,6 +229,8 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     jvm_opts = tuple(jvm_opts or ())
     if jvm_opts and server.kind != "spring":
         raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
+    if not isinstance(cds, bool):
+        raise UsageError(f"cds is True or False, not {cds!r}")
     if memory is not None and backend == "local":
         raise UsageError("memory= sets a container limit (backend='docker'); locally use jvm_opts=['-Xmx512m']")
     java = java or os.environ.get("BENCHLAB_JAVA", "java")
@@ -248,7 +253,8 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         _check_docker(docker_host, load_docker_host, memory, allow_remote=allow_remote)
     return RunSpec(
         server=server, scenario=scenario_, load=load_, driver=driver_.name, backend=backend,
-        server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, memory=memory, port=port,
+        server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=bool(cds), memory=memory,
+        port=port,
         startup_timeout=startup, allow_remote=allow_remote, backend_options=docker,
     )
 
