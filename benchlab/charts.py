@@ -1,7 +1,7 @@
 """Altair charts of benchlab results: a tidy frame in, a chart out.
 
 Every function takes the tidy runs frame (one row per run, the columns of
-:data:`benchlab.results.COLUMNS`, latencies in seconds, sizes in bytes) or, for the resource timeline, the
+:data:`benchlab.schema.COLUMNS`, latencies in seconds, sizes in bytes) or, for the resource timeline, the
 samples frame, and returns an Altair chart. None of them saves or displays anything: a notebook shows
 the chart by leaving it as a cell's last value, :mod:`benchlab.report` renders it into HTML.
 
@@ -30,7 +30,7 @@ import math
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .errors import ResultsError
-from .results import PERCENTILE_COLUMNS
+from .schema import CELL, PERCENTILE_COLUMNS
 
 if TYPE_CHECKING:
     import altair as alt
@@ -158,10 +158,10 @@ def _values(frame: "pd.DataFrame", column: str) -> list:
 
 
 def _repeats(frame: "pd.DataFrame") -> int:
-    """The most runs any one cell (server, scenario, load) has: run() results all say repeat 1."""
+    """The most runs any one cell (server and :data:`~benchlab.schema.CELL`) has: run() results all say repeat 1."""
     if "status" in frame.columns:
         frame = frame[frame["status"] == "ok"]
-    keys = [c for c in ("server", "scenario", "load", "connections", "rate", "users", "loops") if c in frame.columns]
+    keys = [c for c in ("server", *CELL) if c in frame.columns]
     if not keys or not len(frame):
         return 0
     return int(frame.groupby(keys, dropna=False).size().max())

@@ -39,7 +39,9 @@ def format_run(run) -> str:
     lines.append("  latency     " + "  ".join(
         f"{name} {_ms(m.get(key))}" for name, key in
         (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
-    errors = {k: m.get(f"errors_{k}") for k in ("connect", "read", "write", "status", "timeout")}
+    from .schema import ERROR_KINDS
+
+    errors = {k: m.get(f"errors_{k}") for k in ERROR_KINDS}
     lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
     lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
                  f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else

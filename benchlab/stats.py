@@ -20,11 +20,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from .schema import CELL as _CELL
+from .schema import LATENCY_COLUMNS
+
 #: The columns that, with the server, name a cell of a comparison.
-CELL = ["scenario", "load", "driver", "connections", "rate", "users", "loops"]
+CELL = list(_CELL)
 
 #: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
-LOWER_IS_BETTER = {"lat_min", "lat_mean", "lat_stdev", "lat_max", "p50", "p75", "p90", "p99", "p999", "p9999"}
+LOWER_IS_BETTER = set(LATENCY_COLUMNS)
 
 CV_LIMIT = 0.05
 TAIL_SPREAD_LIMIT = 3.0

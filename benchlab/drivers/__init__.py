@@ -2,7 +2,7 @@
 
 A driver never starts anything itself. :func:`execute` runs its argv pinned to the load cores, lets the
 monitor watch it, keeps its raw output beside the result and hands the text to ``driver.parse``. Every
-parser returns the same metric fields (see :data:`benchlab.results.METRICS`), in seconds and bytes.
+parser returns the same metric fields (see :data:`benchlab.schema.METRICS`), in seconds and bytes.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import process
 from ..errors import LoadError, UsageError
+from ..schema import SECONDS
 from . import latency, version_of
 
 _REQUESTS = re.compile(
@@ -21,7 +22,6 @@ _REQUESTS = re.compile(
     r"(\d+) timeout")
 _TRAFFIC = re.compile(r"traffic: \S+ \((\d+)\) total")
 _FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s)")
-_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def log_path(workdir: Path, phase: str) -> Path:
@@ -90,13 +90,13 @@ def parse(stdout: str, log: str) -> dict:
         raise LoadError(f"h2load stopped early: {done} of {total} requests done, {errored} errored")
     if len(rows) < done:
         raise LoadError(f"h2load's log has {len(rows)} rows for {done} requests done: the log is incomplete")
-    us = 1e-6
+    us = SECONDS["us"]
     starts = [int(r[0]) for r in rows]
     ends = [int(r[0]) + int(r[2]) for r in rows]
     elapsed = (max(ends) - min(starts)) * us
     finished = _FINISHED.search(stdout)
     if elapsed <= 0 and finished:
-        elapsed = float(finished.group(1)) * _UNIT[finished.group(2)]
+        elapsed = float(finished.group(1)) * SECONDS[finished.group(2)]
     not_started = total - started
     metrics = {
         "requests": done,

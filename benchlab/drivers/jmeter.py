@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape
 
 from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
+from ..schema import ERROR_KINDS, SECONDS
 from . import latency, version_of
 
 INSTALL = "bash .ci/install-drivers.sh (assembles Apache JMeter 5.6.3 from Maven Central under .tools/jmeter)"
@@ -243,11 +244,11 @@ def parse(jtl: str) -> dict:
     missing = {"timeStamp", "elapsed", "responseCode", "success", "bytes"} - set(rows[0])
     if missing:
         raise LoadError(f"JMeter's JTL lacks the columns {', '.join(sorted(missing))}: save it as CSV with a header")
-    ms = 1e-3
+    ms = SECONDS["ms"]
     starts = [int(r["timeStamp"]) for r in rows]
     ends = [int(r["timeStamp"]) + int(r["elapsed"]) for r in rows]
     elapsed = max((max(ends) - min(starts)) * ms, ms)
-    errors = {kind: 0 for kind in ("connect", "read", "write", "status", "timeout")}
+    errors = dict.fromkeys(ERROR_KINDS, 0)
     for row in rows:
         kind = _error_kind(row)
         if kind:

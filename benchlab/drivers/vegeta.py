@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
+from ..schema import ERROR_KINDS, SECONDS
 from . import latency, version_of
 
 #: Below this share of the requested rate, a run is flagged.
@@ -130,11 +131,11 @@ def parse(report_json: str, results_csv: str, *, target_rps: float | None = None
     when a request was due to its answer, whatever it was.
     """
     report = json.loads(report_json)
-    ns = 1e-9
+    ns = SECONDS["ns"]
     requests = int(report["requests"])
     if requests == 0:
         raise LoadError("vegeta sent no request: the duration or rate is too small")
-    errors = {kind: 0 for kind in ("connect", "read", "write", "status", "timeout")}
+    errors = dict.fromkeys(ERROR_KINDS, 0)
     latencies = []
     for row in csv.reader(io.StringIO(results_csv)):
         if not row:
