@@ -98,8 +98,7 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         load_ = Load(model=load, connections=connections, threads=threads, duration=duration, warmup=warmup,
                      timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     driver_ = drivers.get(driver, load_.model)
-    if hasattr(driver_, "check"):  # a driver's own input checks (a user's .jmx), before anything starts
-        driver_.check(load_)
+    driver_.check(load_)  # a driver's own input checks (a user's .jmx), before anything starts
     if backend not in backends.NAMES:
         raise UsageError(f"unknown backend {backend!r}: choose one of {', '.join(backends.NAMES)}")
     if isinstance(jvm_opts, str):

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import process
 from ..errors import LoadError
 from ..schema import BYTES, ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
-from . import version_of
+from .base import Driver, Invocation, version_of
 
 MARK = "BENCHLAB_JSON "
 
@@ -55,7 +55,7 @@ def _whole_seconds(seconds: float) -> str:
     return f"{max(1, round(seconds))}s"
 
 
-class Wrk:
+class Wrk(Driver):
     name = "wrk"
     models = ("duration",)
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
@@ -66,11 +66,11 @@ class Wrk:
     def version(self) -> str:
         return version_of([self.executable(), "-v"], "wrk")
 
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
-        lua = workdir / "wrk.lua"
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
+        lua = Path(workdir) / "wrk.lua"
         lua.write_text(script(scenario))
         seconds = load.warmup if phase == "warmup" else load.duration
-        return [
+        argv = [
             self.executable(),
             f"-t{load.threads}",
             f"-c{load.connections}",
@@ -80,8 +80,9 @@ class Wrk:
             "-s", str(lua),
             url + scenario.path,
         ]
+        return Invocation(argv, phase, workdir, files={"script": lua})
 
-    def parse(self, stdout: str, workdir: Path | None = None) -> dict:
+    def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
         return parse(stdout)
 
 
