@@ -235,7 +235,7 @@ def execute(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         status, headers, body = verify(instance.url, spec.scenario)
         info = _server_info(instance.url, spec.server)
         # A backend may run the load tool itself (docker: wrk in its own container).
-        runner = backend.load_runner() if hasattr(backend, "load_runner") else None
+        runner = backend.load_runner()
         if spec.load.warmup > 0:
             phase("warmup")
             _warm_up(driver, instance.url, spec, run_dir, runner)

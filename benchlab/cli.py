@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     _load_options(p)
     p.set_defaults(func=cmd_run)
 
-    from .images import image_command
+    from .backends.docker.images import image_command
 
     image_command(sub)
     p = sub.add_parser("compare", help="compare servers: repeated, interleaved runs and statistics")

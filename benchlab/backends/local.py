@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from .. import process
-from ..errors import ServerError, UsageError, tail
+from ..errors import ServerError, tail
 from ..monitor import ProcessProbe
-from . import Launch, check_port_free, start_failure_hint, wait_ready
+from .base import Launch, check_port_free, start_failure_hint, wait_ready
 
 
 def _exit_error(server, argv: list[str], log_path: Path, returncode) -> ServerError:
@@ -64,10 +64,6 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, **options):
-        if options:
-            raise UsageError(f"the local backend takes no options, not {', '.join(options)}")
-
     def start(self, server, launch: Launch) -> LocalInstance:
         if server.kind == "spring":
             process.require(launch.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
@@ -84,6 +80,10 @@ class LocalBackend:
             raise
         instance.startup_ms = (time.monotonic() - began) * 1000.0
         return instance
+
+    def load_runner(self) -> None:
+        """None: the load tool runs as a local process (see :func:`benchlab.drivers.run_local`)."""
+        return None
 
     def metadata(self) -> dict:
         return {"backend": "local", "hostname": platform.node()}

@@ -22,8 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import home, process, servers
-from .errors import BuildError, ToolMissing, UsageError, tail
+from ... import home, process, servers
+from ...errors import BuildError, ToolMissing, UsageError, tail
 
 BASE_REPOSITORY = "benchlab/jre"
 WRK_REPOSITORY = "benchlab/wrk"
@@ -297,7 +297,7 @@ def build_servers(client, *, base_image: str | None = None, force: bool = False)
 
 def build_wrk(client, *, force: bool = False) -> Image:
     """``benchlab/wrk:<hash>``: the local wrk binary and its libraries, FROM scratch."""
-    from .drivers.wrk import Wrk
+    from ...drivers.wrk import Wrk
 
     wrk = Path(Wrk().executable()).resolve()
     libraries = shared_libraries([wrk])
@@ -326,7 +326,7 @@ def _print(image: Image) -> None:
 
 
 def cmd_image(args) -> int:
-    from .backends.docker import connect
+    from .engine import connect
 
     client = connect(args.docker_host)
     if args.action in ("base", "all"):
