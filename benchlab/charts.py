@@ -304,20 +304,23 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
 
 # --- latency percentile curve -------------------------------------------------------------------------
 
-def _percentiles_long(frame: "pd.DataFrame") -> "pd.DataFrame":
+def _long(frame: "pd.DataFrame", keys: list[str], values: Mapping[str, "pd.Series"], name: str) -> "pd.DataFrame":
+    """One row per run and value column (``name`` says which), run by run; missing values are dropped."""
     import pandas as pd
 
-    rows = []
-    for run in frame.to_dict("records"):
-        for column, percentile in PERCENTILE_COLUMNS.items():
-            seconds = _number(run.get(column))
-            if seconds is None:
-                continue
-            rows.append({"id": run["id"], "server": run["server"], "scenario": run["scenario"],
-                         "load_point": run["load_point"], "repeat": run.get("repeat"),
-                         "percentile": percentile, "nines": nines(percentile), "latency_ms": seconds * 1000.0})
-    return pd.DataFrame(rows, columns=["id", "server", "scenario", "load_point", "repeat", "percentile", "nines",
-                                       "latency_ms"])
+    wide = frame.reindex(columns=keys).assign(
+        **{k: pd.to_numeric(v, errors="coerce") if v is not None else math.nan for k, v in values.items()})
+    table = wide.melt(id_vars=keys, value_vars=list(values), var_name=name, value_name="value", ignore_index=False)
+    return table.sort_index(kind="stable").dropna(subset=["value"]).reset_index(drop=True)
+
+
+def _percentiles_long(frame: "pd.DataFrame") -> "pd.DataFrame":
+    table = _long(frame, ["id", "server", "scenario", "load_point", "repeat"],
+                  {column: frame.get(column) for column in PERCENTILE_COLUMNS}, "column")
+    table["percentile"] = table.pop("column").map(PERCENTILE_COLUMNS).astype(float)
+    table["nines"] = table["percentile"].map(nines)
+    table["latency_ms"] = table.pop("value") * 1000.0
+    return table
 
 
 def latency(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
@@ -381,15 +384,10 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
 
     frame = _finished(runs, "sweep")
     frame = frame[frame["connections"].map(_number).notna()]
-    rows = []
-    for run in frame.to_dict("records"):
-        for panel, value in (("throughput (requests/s)", _number(run.get("rps"))),
-                             ("p99 latency (ms)", None if _number(run.get("p99")) is None else run["p99"] * 1000)):
-            if value is not None:
-                rows.append({"id": run["id"], "server": run["server"], "scenario": run["scenario"],
-                             "connections": int(run["connections"]), "repeat": run.get("repeat"), "panel": panel,
-                             "value": value})
-    table = pd.DataFrame(rows, columns=["id", "server", "scenario", "connections", "repeat", "panel", "value"])
+    frame = frame.assign(connections=frame["connections"].map(_number).astype(int))
+    table = _long(frame, ["id", "server", "scenario", "connections", "repeat"],
+                  {"throughput (requests/s)": frame.get("rps"),
+                   "p99 latency (ms)": pd.to_numeric(frame.get("p99", math.nan), errors="coerce") * 1000}, "panel")
     if table.empty:
         raise ResultsError("no runs with a connection count to sweep: the sweep chart needs load='duration' runs")
     points = sorted(set(table["connections"]))
