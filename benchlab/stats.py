@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .schema import CELL as _CELL
-from .schema import LATENCY_COLUMNS
+from .schema import FLAGS, LATENCY_COLUMNS
 
 #: The columns that, with the server, name a cell of a comparison.
 CELL = list(_CELL)
@@ -37,26 +37,6 @@ RATE_SHORTFALL_LIMIT = 0.95
 BOOTSTRAP_RESAMPLES = 10_000
 SEED = 20261130
 
-#: Every flag and the one line a notebook reader gets for it.
-FLAGS = {
-    "high_cv": "throughput varies by more than 5% between repeats (CV {cv:.1%}): more repeats or a quieter "
-               "machine are needed before a small difference means anything",
-    "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
-                     "stable, so no single run's p99 can be quoted",
-    "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
-    "generator_bound": "the load generator's cores were {busy:.0%} busy: the run measured the load tool, not the "
-                       "server; give it more cores or fewer threads",
-    "littles_law": "Little's law expects p50 near connections/rps = {expected:.2f} ms but it is {p50:.2f} ms: "
-                   "connections sat idle or queued outside the server, so rps and latency disagree",
-    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy: the 40 ms delayed-ACK signature "
-                   "(Nagle on one side), not server work",
-    "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
-                      "server could not keep the rate, so latencies are not those of the target load",
-    "shared_cores": "the server and the load generator shared cores: each slowed the other",
-    "failed": "the run failed: {error}",
-    "driver_note": "the load tool says: {note}",
-    "all_failed": "every repeat of this cell failed; the other cells went on",
-}
 
 
 def _finite(values) -> np.ndarray:
