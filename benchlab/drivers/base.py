@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
+from .. import process
+
 
 @dataclass(frozen=True)
 class Invocation:
@@ -53,20 +55,23 @@ class LoadTool(Protocol):
 
 
 class Driver:
-    """The base of the drivers: the no-op defaults of :class:`LoadTool`'s optional methods."""
+    """The base of the drivers: defaults for a tool on PATH called ``name``, and a no-op :meth:`check`."""
 
     name = ""
     models: tuple[str, ...] = ()
     install = ""
+    version_flag = "--version"
 
     def check(self, load) -> None:
         """Refuse this tool's own inputs (a user's JMeter plan) before any server starts; none by default."""
 
     def executable(self) -> str:
-        raise NotImplementedError
+        """The tool's path on PATH, or :class:`~benchlab.errors.ToolMissing` saying how to install it."""
+        return process.require(self.name, self.install)
 
     def version(self) -> str:
-        raise NotImplementedError
+        """The line of ``<tool> <version_flag>`` that names the tool."""
+        return version_of([self.executable(), self.version_flag], self.name)
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         raise NotImplementedError

@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import process
 from ..errors import LoadError, UsageError
 from ..schema import SECONDS
 from . import latency
-from .base import Driver, Invocation, version_of
+from .base import Driver, Invocation
 
 _REQUESTS = re.compile(
     r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, "
@@ -33,12 +32,6 @@ class H2load(Driver):
     name = "h2load"
     models = ("count",)
     install = "apt-get install nghttp2-client (or bash .ci/install-drivers.sh)"
-
-    def executable(self) -> str:
-        return process.require("h2load", self.install)
-
-    def version(self) -> str:
-        return version_of([self.executable(), "--version"], "h2load")
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         if load.model != "count":

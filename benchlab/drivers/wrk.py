@@ -6,10 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from .. import process
 from ..errors import LoadError
 from ..schema import BYTES, ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
-from .base import Driver, Invocation, version_of
+from .base import Driver, Invocation
 
 MARK = "BENCHLAB_JSON "
 
@@ -59,12 +58,7 @@ class Wrk(Driver):
     name = "wrk"
     models = ("duration",)
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
-
-    def executable(self) -> str:
-        return process.require("wrk", self.install)
-
-    def version(self) -> str:
-        return version_of([self.executable(), "-v"], "wrk")
+    version_flag = "-v"
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         lua = Path(workdir) / "wrk.lua"

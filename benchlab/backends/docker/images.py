@@ -251,11 +251,6 @@ def _base_id(client, base: str) -> str:
     return found.id
 
 
-def resolve_base(client, base_image: str | None) -> str:
-    """The base image's tag: ``base_image`` as given, or the offline base (built if it is missing)."""
-    return base_image or build_base(client).tag
-
-
 def server_tag(server: servers.Server, base_id: str) -> str:
     jar = Path(server.jar)
     if not jar.exists():
@@ -271,7 +266,7 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
     if server.kind != "spring":
         raise UsageError(f"{server.name} is not a built-in server: only those have images (benchlab/spring-*)")
     servers.ensure_built(server)
-    base = resolve_base(client, base_image)
+    base = base_image or build_base(client).tag  # as given, or the offline base (built if missing)
     tag = server_tag(server, _base_id(client, base))
     found = None if force else _find(client, tag)
     if found is not None:
