@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .errors import (BenchlabError, BuildError, LoadError, ResultsError, ServerError, ToolMissing,  # noqa: E402
                      UsageError, VerifyError)
 from .load import Load  # noqa: E402
 from .results import Run, Suite, load  # noqa: E402
-from .servers import Scenario, Server, build  # noqa: E402
+from .jars import build  # noqa: E402
+from .servers import Scenario, Server  # noqa: E402
 from .api import compare, run  # noqa: E402
 from .importers import import_jtl, import_wrk  # noqa: E402
 

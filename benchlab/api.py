@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import backends, servers
+from . import backends, jars, servers
 from . import precision as precision_rule
 from .errors import BenchlabError, LoadError, ServerError, UsageError, VerifyError
 from .matrix import load_tag, matrix, run_name, suite_id
@@ -196,11 +196,11 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     """restart="never": each server is started once, on its cores, and kept for all its runs."""
     name = spec.server.name
     if name not in shared:
-        servers.ensure_built(spec.server, java=spec.java, cds=spec.cds)
+        jars.ensure_built(spec.server, java=spec.java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
         port = spec.port or spec.server.port or backends.free_port()
         launch = backends.Launch(run_id=f"shared-{name}", port=port, cpus=spec.server_cpus,
-                                 log_path=base / f"{name}.server.log", jvm_opts=spec.jvm_opts, java=spec.java,
+                                 log_path=base / f"{name}.server.log", jvm_opts=spec.jvm_opts, java=spec.java, cds=spec.cds,
                                  memory=spec.memory, allow_remote=spec.allow_remote,
                                  startup_timeout=spec.startup_timeout)
         shared[name] = backend.start(spec.server, launch)

@@ -46,7 +46,9 @@ def format_run(run) -> str:
     lines.append("  latency     " + "  ".join(
         f"{name} {_ms(m.get(key))}" for name, key in
         (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
-    errors = {k: m.get(f"errors_{k}") for k in ("connect", "read", "write", "status", "timeout")}
+    from .schema import ERROR_KINDS
+
+    errors = {k: m.get(f"errors_{k}") for k in ERROR_KINDS}
     lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
     lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
                  f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else
@@ -114,7 +116,7 @@ def _given(args, where: str) -> dict:
 
 
 def cmd_build(args) -> int:
-    from .servers import build
+    from .jars import build
 
     outcome = build(force=args.force, quiet=not args.verbose)
     if outcome["built"]:
@@ -137,11 +139,11 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
     """The summary, the verdicts and the flags of a suite, for a terminal."""
     import pandas as pd
 
-    from .stats import CELL
+    from .cells import varying
 
     with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
         summary = suite.summary(metrics)
-        keep = [c for c in CELL if c in summary and summary[c].nunique(dropna=True) > 1]
+        keep = varying(summary)
         shown = summary[[*keep, "server", "metric", "n", "mean", "ci_low", "ci_high", "cv", "ratio", "flags"]].copy()
         latency = shown["metric"] != "rps"
         for column in ("mean", "ci_low", "ci_high"):
@@ -205,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_options(p, "run")
     p.set_defaults(func=cmd_run)
 
-    from .images import image_command
+    from .backends.docker.images import image_command
 
     image_command(sub)
     p = sub.add_parser("compare", help="compare servers: repeated, interleaved runs and statistics")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import CELL, _cells, _finite, _ok, _restore, describe
+from .schema import FLAGS
+from . import cells
 
 CV_LIMIT = 0.05
 TAIL_SPREAD_LIMIT = 3.0
@@ -18,26 +19,6 @@ LITTLE_LIMIT = 3.0
 RATE_SHORTFALL_LIMIT = 0.95
 SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
 
-#: Every flag and the one line a notebook reader gets for it.
-FLAGS = {
-    "high_cv": "throughput varies by more than 5% between repeats (CV {cv:.1%}): more repeats or a quieter "
-               "machine are needed before a small difference means anything",
-    "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
-                     "stable, so no single run's p99 can be quoted",
-    "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
-    "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
-                       "the run measured the load tool, not the server; give it more threads and cores",
-    "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
-                   "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
-    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
-                   "40 ms delayed-ACK signature (Nagle on one side), not server work",
-    "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
-                      "server could not keep the rate, so latencies are not those of the target load",
-    "shared_cores": "the server and the load generator shared cores: each slowed the other",
-    "failed": "the run failed: {error}",
-    "driver_note": "the load tool says: {note}",
-    "all_failed": "every repeat of this cell failed; the other cells went on",
-}
 
 
 def _explain(flag: str, **values) -> str:
@@ -63,6 +44,7 @@ def run_flags(row) -> list[tuple[str, str]]:
       latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
     - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
       signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
+    - ``not_warm``: ``warmup="auto"`` reached its limit before throughput settled.
 
     >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
     ['generator_bound']
@@ -95,6 +77,8 @@ def run_flags(row) -> list[tuple[str, str]]:
     target = num("target_rps")
     if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:
         out.append(("rate_shortfall", _explain("rate_shortfall", achieved=rps, target=target, share=rps / target)))
+    if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
+        out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
     note = get("note")
     if isinstance(note, str) and note:
         out.append(("driver_note", _explain("driver_note", note=note)))
@@ -108,25 +92,25 @@ def run_flags(row) -> list[tuple[str, str]]:
 
 def flags(runs: pd.DataFrame) -> pd.DataFrame:
     """Every noise and validity flag, on each run (level "run") and each cell (level "cell")."""
-    keys = [c for c in CELL if c in runs]
+    keys, groups = cells.group(runs)
     rows = []
     for _, row in runs.iterrows():
         for flag, explanation in run_flags(row):
             rows.append({"level": "run", "id": row["id"], **{c: row[c] for c in keys}, "server": row["server"],
                          "flag": flag, "explanation": explanation})
-    _, groups = _cells(runs)
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         for server, server_runs in group.groupby("server", sort=False):
-            base = {"level": "cell", "id": None, **{c: _restore(v) for c, v in zip(keys, cell)}, "server": server}
-            ok = _ok(server_runs)
+            base = {"level": "cell", "id": None, **{c: cells.restore(v) for c, v in zip(keys, cell)}, "server": server}
+            ok = cells.ok(server_runs)
             if len(ok) == 0:
                 rows.append({**base, "flag": "all_failed", "explanation": FLAGS["all_failed"]})
                 continue
-            rps = describe(ok["rps"])
-            if rps["n"] > 1 and rps["cv"] > CV_LIMIT:
-                rows.append({**base, "flag": "high_cv", "explanation": _explain("high_cv", cv=rps["cv"])})
-            p99 = _finite(ok["p99"])
+            rps = cells.finite(ok["rps"])
+            cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
+            if cv > CV_LIMIT:
+                rows.append({**base, "flag": "high_cv", "explanation": _explain("high_cv", cv=cv)})
+            p99 = cells.finite(ok["p99"])
             if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
                 rows.append({**base, "flag": "tail_unstable", "explanation": _explain(
                     "tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3, high=p99.max() * 1e3)})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .results import Run, save
+from .schema import SECONDS
 
 
 def _params(server: str, scenario: str, driver: str, load: str, **values) -> dict:
@@ -52,7 +53,7 @@ def import_wrk(text: str, *, server: str, label: str | None = None, scenario: st
     running = re.search(r"Running (\d+(?:\.\d+)?)(s|m|h) test @ (\S+)", text)
     duration = None
     if running:
-        duration = float(running.group(1)) * {"s": 1, "m": 60, "h": 3600}[running.group(2)]
+        duration = float(running.group(1)) * SECONDS[running.group(2)]
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     run_id = f"import-{server}-{scenario}-r{repeat}-{digest}"
     record = Run(

@@ -17,13 +17,13 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .errors import UsageError
+from .schema import SECONDS
 
 MODELS = ("duration", "count", "rate")
 
 #: warmup="auto": warm in slices until throughput stops rising (see :mod:`benchlab.warmup`).
 AUTO = "auto"
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
 
@@ -41,7 +41,7 @@ def parse_duration(value: str | float | int, *, what: str = "duration") -> float
         match = _DURATION.match(str(value))
         if not match:
             raise UsageError(f"bad {what} {value!r}: use a number with a unit, such as '30s', '2m' or '500ms'")
-        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+        seconds = float(match.group(1)) * SECONDS[match.group(2) or "s"]
     if seconds < 0 or math.isnan(seconds) or math.isinf(seconds):
         raise UsageError(f"bad {what} {value!r}: it must be zero or more seconds")
     return seconds

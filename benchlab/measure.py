@@ -14,7 +14,7 @@ import secrets
 import urllib.parse
 from pathlib import Path
 
-from . import backends, drivers, metadata, servers
+from . import backends, drivers, jars, metadata, servers
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -107,7 +107,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     driver = drivers.get(spec.driver, spec.load.model)
-    servers.ensure_built(spec.server, java=spec.java, cds=spec.cds and spec.backend == "local")
+    jars.ensure_built(spec.server, java=spec.java, cds=spec.cds and spec.backend == "local")
     started_at = now()
     backend = backends.get(spec.backend, **spec.backend_options)
     phase = on_phase or (lambda name: None)
@@ -123,7 +123,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         else:
             port = spec.port or spec.server.port or backends.free_port()
             launch = backends.Launch(run_id=run_id, port=port, cpus=spec.server_cpus, log_path=log_path,
-                                     jvm_opts=spec.jvm_opts, java=spec.java, memory=spec.memory,
+                                     jvm_opts=spec.jvm_opts, java=spec.java, cds=spec.cds, memory=spec.memory,
                                      allow_remote=spec.allow_remote, startup_timeout=spec.startup_timeout)
             instance = backend.start(spec.server, launch)
         servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
@@ -154,6 +154,8 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     meta = metadata.collect(java=spec.java if spec.server.kind == "spring" else "java", driver=spec.driver)
     meta.update(
         server=info,
+        launch=(jars.prepare_cds(spec.server, spec.java).metadata() if spec.cds else {"launch": "jar"})
+        if spec.server.kind == "spring" and spec.backend == "local" else None,
         backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
                  "argv": instance.metadata.get("argv")},
         verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},

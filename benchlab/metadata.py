@@ -12,7 +12,8 @@ import platform
 import subprocess
 from pathlib import Path
 
-from . import __version__, home
+from . import home
+from .version import __version__
 
 
 @functools.lru_cache(maxsize=None)

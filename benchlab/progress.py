@@ -1,7 +1,9 @@
-"""A progress bar for compare(): a widget in a notebook, a line on stderr in a terminal.
+"""compare()'s progress: a tqdm bar (a widget in a notebook, a bar in a terminal) with benchlab's own ETA.
 
 The ETA comes from the planned durations (warm-up plus measure of every run left) plus the
-start/verify/stop overhead observed so far (15 s a run is assumed until one has finished).
+start/verify/stop overhead observed so far (15 s a run is assumed until one has finished), not from
+tqdm's rate: runs differ in length, so the rate of the runs so far says little about the ones left.
+Where stderr is neither a terminal nor a notebook (a log file, CI) it writes one plain line per run.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import sys
 import time
 
 FIRST_GUESS_OVERHEAD = 15.0
+
+#: The bar without tqdm's own rate and remaining time: the description carries benchlab's line and ETA.
+BAR_FORMAT = "|{bar:20}| {desc}"
 
 
 def _in_notebook() -> bool:
@@ -23,6 +28,11 @@ def _in_notebook() -> bool:
 
 
 def _clock(seconds: float) -> str:
+    """``3725`` -> ``'1h02m'``, ``65`` -> ``'1m05s'``, ``9`` -> ``'9s'``.
+
+    >>> _clock(65)
+    '1m05s'
+    """
     seconds = max(0, int(round(seconds)))
     if seconds >= 3600:
         return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
@@ -30,7 +40,14 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """Tracks ``planned`` seconds of load per run (a list, in run order)."""
+    """Tracks ``planned`` seconds of load per run (a list, in run order).
+
+    Example
+    -------
+    >>> bar = Progress([10.0, 10.0], enabled=False)
+    >>> bar.start("spring-jetty r1"); bar.phase("measure"); bar.line()
+    '[1/2] spring-jetty r1 - measure - ETA 50s'
+    """
 
     def __init__(self, planned: list[float], *, enabled: bool = True):
         self.planned = planned
@@ -40,14 +57,11 @@ class Progress:
         self._label = ""
         self._phase = ""
         self._run_began = time.monotonic()
-        self._widget = self._text = None
-        if enabled and _in_notebook():
-            import ipywidgets
-            from IPython.display import display
+        self._bar = None
+        if enabled and (_in_notebook() or sys.stderr.isatty()):
+            from tqdm.auto import tqdm
 
-            self._widget = ipywidgets.IntProgress(min=0, max=len(planned), value=0, description="runs")
-            self._text = ipywidgets.HTML()
-            display(ipywidgets.HBox([self._widget, self._text]))
+            self._bar = tqdm(total=len(planned), unit="run", file=sys.stderr, bar_format=BAR_FORMAT, leave=True)
 
     def eta(self) -> float:
         left = self.planned[self.done:]
@@ -74,9 +88,8 @@ class Progress:
         self._show()
 
     def close(self) -> None:
-        if self.enabled and self._widget is None:
-            sys.stderr.write("\n" if sys.stderr.isatty() else "")
-            sys.stderr.flush()
+        if self._bar is not None:
+            self._bar.close()
 
     def line(self) -> str:
         return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self._label} - {self._phase}"
@@ -85,12 +98,10 @@ class Progress:
     def _show(self, new_run: bool = False) -> None:
         if not self.enabled:
             return
-        if self._widget is not None:
-            self._widget.value = self.done
-            self._text.value = self.line()
-            return
-        if sys.stderr.isatty():
-            sys.stderr.write("\r\033[K" + self.line())
+        if self._bar is not None:
+            self._bar.n = self.done
+            self._bar.set_description_str(self.line(), refresh=False)
+            self._bar.refresh()
         elif new_run:  # not a terminal (a log file, CI): one line a run, no carriage returns
             sys.stderr.write(self.line() + "\n")
-        sys.stderr.flush()
+            sys.stderr.flush()

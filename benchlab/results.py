@@ -16,42 +16,11 @@ from typing import Iterable, Mapping
 
 from .errors import ResultsError
 
+# The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
+from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES  # noqa: F401
+
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
-
-#: The metric fields every driver's parser fills (None where a tool cannot tell). Seconds and bytes.
-METRICS = (
-    "requests", "bytes", "elapsed_s", "rps", "bytes_per_request",
-    "lat_min", "lat_mean", "lat_stdev", "lat_max",
-    "p50", "p75", "p90", "p99", "p999", "p9999",
-    "errors_connect", "errors_read", "errors_write", "errors_status", "errors_timeout",
-    "target_rps", "note",
-)
-
-#: Measured around the load: the monitor's summary and the server's start.
-RESOURCES = (
-    "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
-    "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
-    "startup_ms",
-)
-
-#: What a run was asked to do; with ``repeat`` they name its cell and identity.
-PARAMS = (
-    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
-    "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
-    "jvm_opts", "repeat",
-)
-
-#: The tidy frame: one row per run, these columns, in this order.
-COLUMNS = (
-    "id", "suite", "label", "status", "error", "started_at", "finished_at",
-    *PARAMS, "server_impl", "server_version", "java_version", "errors_total",
-    *METRICS, *RESOURCES,
-)
-
-#: Percentile columns and the percentile each stands for (charts use the 'nines' scale).
-PERCENTILE_COLUMNS = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
-
 
 def _frozen(value):
     if isinstance(value, dict):
@@ -113,7 +82,7 @@ class Run:
             server_impl=server.get("server"), server_version=server.get("server_version"),
             java_version=server.get("java_version") or self.metadata.get("java", {}).get("version"),
         )
-        errors = [self.metrics.get(f"errors_{k}") for k in ("connect", "read", "write", "status", "timeout")]
+        errors = [self.metrics.get(column) for column in ERROR_COLUMNS]
         row["errors_total"] = sum(e for e in errors if e) if self.status == "ok" else None
         return row
 
@@ -263,6 +232,9 @@ class Suite:
     >>> suite.verdicts()["verdict"].tolist()            # doctest: +SKIP
     """
 
+    #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
+    precision: dict | None = None
+
     def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
         self.records: tuple[Run, ...] = tuple(runs)
         self.path = path
@@ -291,30 +263,31 @@ class Suite:
             return pd.DataFrame(columns=["id", "server", "t", "role", "cpu", "rss"])
         return pd.concat(frames, ignore_index=True)
 
-    def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None):
-        """Per-cell statistics; see :func:`benchlab.stats.summary`."""
+    def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
+        """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`."""
         from . import stats
 
         return stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
-                             baseline=baseline or self.baseline)
+                             baseline=baseline or self.baseline, alpha=alpha)
 
-    def verdicts(self, metric: str = "rps", baseline: str | None = None, **options):
-        """Pairwise comparisons; see :func:`benchlab.stats.verdicts`."""
+    def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
+                 pairs: str = "baseline"):
+        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.stats.verdicts`."""
         from . import stats
 
-        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, **options)
+        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
 
-    def table(self, metric: str = "rps"):
+    def table(self, metric: str = "rps", *, alpha: float = 0.05):
         """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.stats.table`."""
         from . import stats
 
-        return stats.table(self.runs, metric=metric)
+        return stats.table(self.runs, metric=metric, alpha=alpha)
 
     def flags(self):
-        """Noise and validity flags per run and per cell; see :func:`benchlab.stats.flags`."""
-        from . import stats
+        """Noise and validity flags per run and per cell; see :func:`benchlab.flags.flags`."""
+        from . import flags
 
-        return stats.flags(self.runs)
+        return flags.flags(self.runs)
 
 
 def load(*paths: str | Path, baseline: str | None = None) -> Suite:

@@ -1,4 +1,4 @@
-"""The servers under test and what to ask them: built-in Spring Boot targets, custom ones, the build step.
+"""The servers under test and what to ask them: the built-in Spring Boot targets and custom ones.
 
 Built in are ``spring-tomcat``, ``spring-jetty`` and ``spring-undertow``: one Spring Boot application
 (``servers/app``) packaged three times, so the embedded server is the only difference. Any other program
@@ -8,20 +8,15 @@ can be measured through :meth:`Server.from_command` (benchlab starts it) or :met
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import ipaddress
 import shlex
-import shutil
-import subprocess
-import time
 import urllib.parse
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import home, process
-from .errors import BenchlabError, BuildError, UsageError, tail
+from . import home
+from .errors import UsageError
+from .jars import FLAVOURS, Cds, prepare_cds
 
 
 @dataclass(frozen=True)
@@ -169,7 +164,6 @@ def _spring(flavour: str) -> Server:
                   flavour=flavour, image=f"benchlab/spring-{flavour}")
 
 
-FLAVOURS = ("tomcat", "jetty", "undertow")
 BUILTINS = tuple(f"spring-{f}" for f in FLAVOURS)
 
 
@@ -203,167 +197,3 @@ def check_loopback(url: str, *, allow_remote: bool = False) -> None:
             f"refusing to send load to {host}: benchlab only loads 127.0.0.0/8 and ::1 unless you pass "
             "allow_remote=True for a machine you own"
         )
-
-
-# --- the build ---------------------------------------------------------------------------------------
-
-_STAMP = ".benchlab-build"
-
-
-def _source_hash(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        parts = path.relative_to(root).parts
-        # Only what Maven reads: the poms and the sources (a Dockerfile beside them does not change a jar).
-        if path.is_file() and "target" not in parts and (path.name == "pom.xml" or "src" in parts):
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def jars() -> dict[str, Path]:
-    return {f"spring-{f}": home.servers_dir() / f / "target" / f"benchlab-{f}.jar" for f in FLAVOURS}
-
-
-def build(*, force: bool = False, quiet: bool = True) -> dict:
-    """Build the three server jars with one Maven call; skip it when ``servers/`` has not changed.
-
-    Returns ``{"built": bool, "seconds": float, "jars": {...}}``.
-
-    Example
-    -------
-    >>> import benchlab
-    >>> benchlab.build()["jars"]["spring-jetty"].name   # doctest: +SKIP
-    'benchlab-jetty.jar'
-    """
-    import time
-
-    root = home.servers_dir()
-    if not (root / "pom.xml").exists():
-        raise BuildError(f"no servers/pom.xml under {root.parent}: set BENCHLAB_HOME to the benchlab checkout")
-    stamp = root / _STAMP
-    source = _source_hash(root)
-    if not force and stamp.exists() and stamp.read_text().strip() == source and all(p.exists() for p in jars().values()):
-        return {"built": False, "seconds": 0.0, "jars": jars()}
-    mvn = process.require("mvn", "apt-get install maven (and a JDK 17: apt-get install openjdk-17-jdk-headless)")
-    process.require("java", "apt-get install openjdk-17-jdk-headless")
-    # clean: a server jar is not repackaged when only the shared app jar changed.
-    argv = [mvn, "-B", "-f", str(root / "pom.xml"), "clean", "package", "-DskipTests"]
-    if quiet:
-        argv.insert(2, "-q")
-    began = time.monotonic()
-    log = root / "target-build.log"
-    with open(log, "w") as out:
-        result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        raise BuildError(f"the Maven build failed (exit {result.returncode}, log {log}):\n{tail(log.read_text(), 25)}")
-    missing = [str(p) for p in jars().values() if not p.exists()]
-    if missing:
-        raise BuildError(f"Maven finished but did not make {', '.join(missing)}; see {log}")
-    stamp.write_text(source + "\n")
-    return {"built": True, "seconds": time.monotonic() - began, "jars": jars()}
-
-
-def ensure_built(server: Server, *, java: str | None = None, cds: bool = True) -> None:
-    """Build the jars if they are missing or older than ``servers/`` (a no-op when nothing changed); given
-    ``java``, also the server's CDS archive for that JVM, so the first start does not make it."""
-    if server.kind == "spring":
-        build()
-        if java is not None and cds:
-            prepare_cds(server, java)
-
-
-# --- class data sharing: the classes a Spring start loads, archived once per jar and JVM ---------------
-
-@dataclass(frozen=True)
-class Cds:
-    """How a built-in server starts: ``jar`` with the CDS ``archive``, or the plain jar (``archive`` None;
-    ``warning`` says why when an archive was wanted but could not be made)."""
-
-    jar: str
-    archive: str | None = None
-    warning: str | None = None
-
-    def metadata(self) -> dict:
-        """What a run records: ``{"launch": "cds" | "jar", "cds_archive": ..., "cds_warning": ...}``."""
-        return {"launch": "cds" if self.archive else "jar", "cds_archive": self.archive,
-                "cds_warning": self.warning}
-
-
-_PREPARED: dict[tuple, Cds] = {}
-
-
-def launch_mode(argv: list[str]) -> str:
-    """``"cds"`` when ``argv`` starts the JVM from a CDS archive, else ``"jar"``."""
-    return "cds" if any(a.startswith("-XX:SharedArchiveFile=") for a in argv) else "jar"
-
-
-def _java_version(java: str) -> str:
-    found = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    if found.returncode != 0:
-        raise BuildError(f"{java} -version failed (exit {found.returncode}): {tail(found.stderr, 3)}")
-    return found.stderr + found.stdout
-
-
-def _make_cds(jar: Path, directory: Path, java: str) -> None:
-    """Extract ``jar`` into ``directory`` and train an archive there (Spring Boot's own recipe: the context
-    refreshes, then the JVM exits and writes the classes it loaded). Training runs at the final path: the
-    archive records the classpath, so it cannot be built elsewhere and moved."""
-    shutil.rmtree(directory, ignore_errors=True)
-    for step, argv in (
-        ("extract", [java, "-Djarmode=tools", "-jar", str(jar), "extract", "--destination", str(directory)]),
-        # Port 0: the training run must not collide with a server that is already listening.
-        ("training", [java, f"-XX:ArchiveClassesAtExit={directory / 'app.jsa'}", "-Dspring.context.exit=onRefresh",
-                      "-jar", str(directory / jar.name), "--server.port=0", "--server.address=127.0.0.1"]),
-    ):
-        done = process.run(argv, timeout=300)
-        if directory.is_dir():
-            with open(directory / "training.log", "a") as log:
-                log.write(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}\n")
-        if done.returncode != 0:
-            raise BuildError(f"the CDS {step} run failed (exit {done.returncode}): "
-                             f"{tail(done.stderr or done.stdout, 3)}")
-    if not (directory / "app.jsa").exists():
-        raise BuildError(f"the CDS training run wrote no archive; see {directory / 'training.log'}")
-
-
-def prepare_cds(server: Server, java: str = "java") -> Cds:
-    """The CDS archive of a built-in server's jar for this ``java``, made on first use and then reused.
-
-    It lives beside the jar in ``target/cds-<key>/``, keyed by a hash of the jar's bytes and the output of
-    ``java -version``: a new jar or another JDK gets its own archive. When none can be made (an old JDK, a
-    failed training run) the result is the plain jar with a ``warning``, which is also issued once as a
-    Python warning; a run never fails for want of an archive.
-
-    Example
-    -------
-    >>> prepare_cds(get("spring-jetty")).metadata()["launch"]   # doctest: +SKIP
-    'cds'
-    """
-    if server.kind != "spring":
-        raise UsageError(f"CDS applies to the built-in Spring servers, not to {server.name}")
-    jar = Path(server.jar)
-    java_path = shutil.which(java) or java
-    stat = jar.stat() if jar.exists() else None
-    memo = (str(jar), stat and (stat.st_mtime_ns, stat.st_size), str(Path(java_path).resolve()))
-    if memo in _PREPARED and (_PREPARED[memo].archive is None or Path(_PREPARED[memo].archive).exists()):
-        return _PREPARED[memo]
-    try:
-        digest = hashlib.sha256(jar.read_bytes())
-        digest.update(_java_version(java_path).encode())
-        directory = jar.parent / f"cds-{digest.hexdigest()[:16]}"
-        done = directory / ".complete"
-        with open(jar.parent / f"{directory.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be making the same archive
-            if not done.exists():
-                began = time.monotonic()
-                _make_cds(jar, directory, java_path)
-                done.write_text(f"{time.monotonic() - began:.1f} s to make\n")
-        prepared = Cds(jar=str(directory / jar.name), archive=str(directory / "app.jsa"))
-    except (OSError, subprocess.SubprocessError, BenchlabError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        prepared = Cds(jar=str(jar), warning=f"no CDS archive for {server.name} with {java}, starting the plain "
-                                             f"jar: {reason}")
-        warnings.warn(prepared.warning, RuntimeWarning, stacklevel=2)
-    _PREPARED[memo] = prepared
-    return prepared

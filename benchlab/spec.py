@@ -215,8 +215,7 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
                      timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     driver_ = drivers.get(driver, load_.model)
     driver_.executable()
-    if hasattr(driver_, "check"):  # a driver's own input checks (a user's .jmx)
-        driver_.check(load_)
+    driver_.check(load_)  # a driver's own input checks (a user's .jmx)
     _choice("backend", backend, backends.NAMES)
     docker = {"docker_host": docker_host, "base_image": base_image, "load_in_container": load_in_container,
               "load_docker_host": load_docker_host}
@@ -270,12 +269,12 @@ def _port_in_use(port: int) -> bool:
 
 def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) -> None:
     """The engines are where they may be and answer, and the memory limit reads."""
-    from .backends import docker as engine
+    from .backends.docker import containers, engine
 
     engine.check_engine(docker_host, allow_remote=allow_remote)
     if load_docker_host:
         engine.check_engine(load_docker_host, allow_remote=allow_remote, role="load")
-    engine.parse_memory(memory)
+    containers.parse_memory(memory)
     engine.connect(docker_host, timeout=10).close()
 
 

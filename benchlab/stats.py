@@ -20,166 +20,17 @@ The noise and validity flags are in :mod:`benchlab.flags`, which reads this modu
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pandas as pd
 
-#: The columns that, with the server, name a cell of a comparison.
-CELL = ["scenario", "load", "driver", "connections", "rate", "users", "loops"]
+from . import cells, intervals
+from .schema import LATENCY_COLUMNS
+
 
 #: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
-LOWER_IS_BETTER = {"lat_min", "lat_mean", "lat_stdev", "lat_max", "p50", "p75", "p90", "p99", "p999", "p9999"}
-
-EXACT_SPLITS = 20_000
-MONTE_CARLO_SPLITS = 10_000
-SEED = 20261130
-
-
-def _finite(values) -> np.ndarray:
-    array = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
-    return array[np.isfinite(array)]
-
-
-# --- kernels: the repeats lie on the last axis, so a simulation can pass thousands of cells at once -------
-
-def _varies(x: np.ndarray):
-    # Repeats that are all equal (whole milliseconds, zero errors) show no noise to scale an interval by;
-    # a zero-width interval would claim certainty, so there is none.
-    return x.max(axis=-1) > x.min(axis=-1)
-
-
-def _t_quantile(alpha: float, df):
-    from scipy import stats
-
-    return stats.t.ppf(1 - alpha / 2, df)
-
-
-def _welch_df(wa, wb, na: int, nb: int):
-    # Welch-Satterthwaite. With no spread in either sample the width is 0 whatever the df, so say 1.
-    total, parts = wa + wb, wa ** 2 / (na - 1) + wb ** 2 / (nb - 1)
-    return np.where(parts > 0, total ** 2 / np.where(parts > 0, parts, 1.0), 1.0)
-
-
-def _t_interval(x: np.ndarray, alpha: float):
-    n = x.shape[-1]
-    half = _t_quantile(alpha, n - 1) * x.std(axis=-1, ddof=1) / math.sqrt(n)
-    return x.mean(axis=-1) - half, x.mean(axis=-1) + half
-
-
-def _log_mean(x: np.ndarray):
-    """log(mean) estimated as m + v/2 (exact for a log-normal, to second order for a small cv) and its
-    variance v/n + v^2/(2(n-1)) (Cox, in Land 1972)."""
-    y = np.log(x)
-    n, v = y.shape[-1], y.var(axis=-1, ddof=1)
-    return y.mean(axis=-1) + v / 2, v / n + v ** 2 / (2 * (n - 1))
-
-
-def _cox_interval(x: np.ndarray, alpha: float):
-    centre, var = _log_mean(x)
-    half = _t_quantile(alpha, x.shape[-1] - 1) * np.sqrt(var)
-    return np.exp(centre - half), np.exp(centre + half)
-
-
-def _cox_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
-    (ca, wa), (cb, wb) = _log_mean(a), _log_mean(b)
-    half = _t_quantile(alpha, _welch_df(wa, wb, a.shape[-1], b.shape[-1])) * np.sqrt(wa + wb)
-    return np.exp(ca - cb - half), np.exp(ca - cb + half)
-
-
-def _fieller_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
-    # Every r with (mean_a - r mean_b)^2 <= t^2 (va + r^2 vb). It is unbounded (NaN here) when mean_b
-    # itself is not surely away from 0, which is the honest answer for a ratio to a count near 0.
-    ma, mb = a.mean(axis=-1), b.mean(axis=-1)
-    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
-    t2 = _t_quantile(alpha, _welch_df(va, vb * (ma / mb) ** 2, a.shape[-1], b.shape[-1])) ** 2
-    quad, half = mb ** 2 - t2 * vb, ma * mb
-    root = np.sqrt(np.maximum(half ** 2 - quad * (ma ** 2 - t2 * va), 0.0))
-    safe = np.where(quad > 0, quad, 1.0)
-    return np.where(quad > 0, (half - root) / safe, np.nan), np.where(quad > 0, (half + root) / safe, np.nan)
-
-
-def _welch_p(a: np.ndarray, b: np.ndarray):
-    from scipy import stats
-
-    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
-    diff, se = np.abs(a.mean(axis=-1) - b.mean(axis=-1)), np.sqrt(va + vb)
-    varies = _varies(a) | _varies(b)  # not se > 0: the variance of equal floats can come out as 1e-37
-    t = np.where(varies, diff / np.where(varies, se, 1.0), np.nan)
-    return 2 * stats.t.sf(t, _welch_df(va, vb, a.shape[-1], b.shape[-1]))
-
-
-def _splits(na: int, nb: int):
-    """0/1 matrices (na + nb, k), each column marking the first sample of one split of the pooled repeats:
-    every split when there are at most EXACT_SPLITS, else MONTE_CARLO_SPLITS random ones from SEED."""
-    n = na + nb
-    step = max(1, min(1000, 1_000_000 // n))
-    if math.comb(n, na) <= EXACT_SPLITS:
-        every = itertools.combinations(range(n), na)
-        chunks = iter(lambda: list(itertools.islice(every, step)), [])
-    else:
-        rng = np.random.default_rng(SEED)
-        chunks = (np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
-                  for start in range(0, MONTE_CARLO_SPLITS, step))
-    for chosen in chunks:
-        mask = np.zeros((len(chosen), n))
-        np.put_along_axis(mask, np.asarray(chosen), 1.0, axis=1)
-        yield mask.T
-
-
-def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
-    """Two-sided p of the Mann-Whitney rank sum from its permutation distribution, with midranks for ties:
-    exact over every split, or Monte Carlo with p = (1 + k) / (1 + splits) so it never undershoots."""
-    from scipy import stats
-
-    na, nb = a.shape[-1], b.shape[-1]
-    ranks = stats.rankdata(np.concatenate([a, b], axis=-1), axis=-1)
-    centre = na * (na + nb + 1) / 2
-    observed = np.abs(ranks[..., :na].sum(axis=-1) - centre)[..., None] - 1e-9  # ranks are multiples of 1/2
-    at_least, splits = np.zeros(ranks.shape[:-1]), 0
-    for mask in _splits(na, nb):
-        at_least += (np.abs(ranks @ mask - centre) >= observed).sum(axis=-1)
-        splits += mask.shape[1]
-    return at_least / splits if math.comb(na + nb, na) <= EXACT_SPLITS else (1 + at_least) / (1 + splits)
-
-
-# --- the rules, vectorised: each picks its method per row, so a simulation runs exactly this code -------
-
-def _mean_interval(x: np.ndarray, alpha: float):
-    positive = np.all(x > 0, axis=-1)
-    with np.errstate(over="ignore"):  # 2 repeats 1e6x apart: the upper bound is inf, and rightly so
-        cox = _cox_interval(np.where(positive[..., None], x, 1.0), alpha)
-    t = _t_interval(x, alpha)
-    low, high = np.where(positive, cox[0], t[0]), np.where(positive, cox[1], t[1])
-    return np.where(_varies(x), low, np.nan), np.where(_varies(x), high, np.nan)
-
-
-def _ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
-    positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
-        fieller = _fieller_ratio(a, b, alpha)
-    varies = _varies(a) | _varies(b)
-    return (np.where(positive & varies, cox[0], np.where(varies, fieller[0], np.nan)),
-            np.where(positive & varies, cox[1], np.where(varies, fieller[1], np.nan)))
-
-
-def _test_name(na: int, nb: int, alpha: float) -> str:
-    if na < 2 or nb < 2:
-        return "none"
-    # A rank test's smallest two-sided p is 2 / C(n, k); compared as integers, this never overflows.
-    return "Mann-Whitney" if math.comb(na + nb, na) > 2 / alpha else "Welch t"
-
-
-def _test_p(a: np.ndarray, b: np.ndarray, alpha: float):
-    return (_mann_whitney_p if _test_name(a.shape[-1], b.shape[-1], alpha) == "Mann-Whitney" else _welch_p)(a, b)
-
-
-def _significant(p, low, high, alpha: float):
-    # Both must agree: the test rejects, and the ratio's interval lies wholly on one side of 1.
-    return (p < alpha) & ((low > 1) | (high < 1))
-
+LOWER_IS_BETTER = set(LATENCY_COLUMNS)
 
 # --- one metric ------------------------------------------------------------------------------------------
 
@@ -192,10 +43,10 @@ def mean_ci(values, *, alpha: float = 0.05) -> tuple[float, float, str]:
     >>> [round(v, 3) for v in mean_ci([0, 1, 2], alpha=0.10)[:2]], mean_ci([0, 1, 2])[2]
     ([-0.686, 2.686], 't')
     """
-    x = _finite(values)
-    if len(x) < 2 or not _varies(x):
+    x = cells.finite(values)
+    if len(x) < 2 or not intervals.varies(x):
         return math.nan, math.nan, "none"
-    low, high = _mean_interval(x, alpha)
+    low, high = intervals.mean_interval(x, alpha)
     return float(low), float(high), "cox" if np.all(x > 0) else "t"
 
 
@@ -205,7 +56,7 @@ def describe(values, *, alpha: float = 0.05) -> dict:
     >>> describe([10.0, 11.0, 12.0])["ci_method"]
     'cox'
     """
-    x = _finite(values)
+    x = cells.finite(values)
     n = len(x)
     stdev = float(x.std(ddof=1)) if n > 1 else math.nan
     mean = float(x.mean()) if n else math.nan
@@ -219,8 +70,8 @@ def ratio_method(values, baseline) -> str:
     """How :func:`ratio_ci` builds its interval here: ``"cox"`` (every value positive), ``"fieller"``
     (some 0 or negative) or ``"none"`` (fewer than 2 values a side, a baseline mean of 0, or no repeat
     that differs from the others on either side)."""
-    a, b = _finite(values), _finite(baseline)
-    if len(a) < 2 or len(b) < 2 or b.mean() == 0 or not (_varies(a) or _varies(b)):
+    a, b = cells.finite(values), cells.finite(baseline)
+    if len(a) < 2 or len(b) < 2 or b.mean() == 0 or not (intervals.varies(a) or intervals.varies(b)):
         return "none"
     return "cox" if np.all(a > 0) and np.all(b > 0) else "fieller"
 
@@ -232,12 +83,12 @@ def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, fl
     >>> [round(v, 3) for v in ratio_ci([178, 180, 176], [100, 101, 99])]
     [1.78, 1.737, 1.824]
     """
-    a, b = _finite(values), _finite(baseline)
+    a, b = cells.finite(values), cells.finite(baseline)
     if len(a) == 0 or len(b) == 0 or b.mean() == 0:
         return math.nan, math.nan, math.nan
     if ratio_method(a, b) == "none":
         return float(a.mean() / b.mean()), math.nan, math.nan
-    low, high = _ratio_interval(a, b, alpha)
+    low, high = intervals.ratio_interval(a, b, alpha)
     return float(a.mean() / b.mean()), float(low), float(high)
 
 
@@ -248,29 +99,15 @@ def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, floa
     >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
     ('Mann-Whitney', 0.086)
     """
-    a, b = _finite(values), _finite(baseline)
-    name = _test_name(len(a), len(b), alpha)
-    return name, (math.nan if name == "none" else float(_test_p(a, b, alpha)))
+    a, b = cells.finite(values), cells.finite(baseline)
+    name = intervals.test_used(len(a), len(b), alpha)
+    return name, (math.nan if name == "none" else float(intervals.p_value(a, b, alpha)))
 
 
 test_difference.__test__ = False  # a statistics function, not a pytest test
 
 
 # --- the frame-level functions --------------------------------------------------------------------------
-
-def _ok(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs[runs["status"] == "ok"] if "status" in runs else runs
-
-
-def _cells(runs: pd.DataFrame):
-    keys = [c for c in CELL if c in runs]
-    filled = runs.assign(**{c: runs[c].astype(object).where(runs[c].notna(), "-") for c in keys})
-    return keys, filled.groupby(keys, sort=False, dropna=False)
-
-
-def _restore(value):
-    return None if value == "-" else value
-
 
 def pick_baseline(runs: pd.DataFrame, baseline: str | None = None) -> str | None:
     servers = list(dict.fromkeys(runs["server"]))
@@ -299,16 +136,16 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     baseline = pick_baseline(runs, baseline)
     cell_flags = flags(runs)
     rows = []
-    keys, groups = _cells(_ok(runs))
+    keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         base = group[group["server"] == baseline]
         for server, server_runs in group.groupby("server", sort=False):
             mine = cell_flags[(cell_flags["server"] == server)]
             for c, v in zip(keys, cell):
-                mine = mine[mine[c].astype(object).where(mine[c].notna(), "-") == v] if c in mine else mine
+                mine = mine[mine[c].map(cells.key) == v] if c in mine else mine
             for metric in metrics:
-                row = {c: _restore(v) for c, v in zip(keys, cell)}
+                row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
                 ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
                                     else (math.nan,) * 3)
@@ -341,7 +178,7 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
     """
     baseline = pick_baseline(runs, baseline)
     rows = []
-    keys, groups = _cells(_ok(runs))
+    keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         servers = list(dict.fromkeys(group["server"]))
@@ -354,8 +191,8 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             b = group.loc[group["server"] == against, metric]
             ratio, low, high = ratio_ci(a, b, alpha=alpha)
             test, p = test_difference(a, b, alpha=alpha)
-            significant = bool(_significant(p, low, high, alpha))
-            n = min(len(_finite(a)), len(_finite(b)))
+            significant = bool(intervals.significant(p, low, high, alpha))
+            n = min(len(cells.finite(a)), len(cells.finite(b)))
             change = _format_change(metric, ratio, low, high)
             if significant:
                 tail = f"significant ({test} p={p:.3g})"
@@ -368,7 +205,7 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             better = None
             if significant:
                 better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
-            row = {c: _restore(v) for c, v in zip(keys, cell)}
+            row = {c: cells.restore(v) for c, v in zip(keys, cell)}
             row.update(metric=metric, server=server, baseline=against, change=ratio - 1,
                        change_low=low - 1, change_high=high - 1, p_value=p, test=test, significant=significant,
                        better=better, verdict=f"{server} vs {against}: {change}, {tail}")
@@ -383,8 +220,9 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
 
     Cells other than the server become part of the row index when the runs hold more than one.
     """
-    ok = _ok(runs)
-    keys = [c for c in CELL if c in ok and ok[c].nunique(dropna=True) > 1]
+    ok = cells.ok(runs)
+    keys = cells.varying(ok)
+    ok = ok.assign(**{c: ok[c].astype(object).map(cells.key) for c in keys})
     rows = []
     for group_key, group in ok.groupby([*keys, "server"], sort=False, dropna=False):
         group_key = group_key if isinstance(group_key, tuple) else (group_key,)
@@ -407,13 +245,3 @@ def _format_ci(low: float, high: float) -> str:
     if math.isnan(low):
         return "-"
     return f"[{low:,.4g}, {high:,.4g}]"
-
-
-def __getattr__(name: str):
-    # Suite.flags (results.py) still calls stats.flags; the function now lives in benchlab.flags. Looked up
-    # lazily, so stats never imports flags at load time. Remove once results.py imports benchlab.flags.
-    if name == "flags":
-        from .flags import flags
-
-        return flags
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

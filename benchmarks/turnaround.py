@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 
 import benchlab
-from benchlab import backends, process, servers
+from benchlab import backends, jars, process, servers
 
 
 def startup_seconds(server: servers.Server, *, cds: bool, core: int, log: Path) -> float:
     """From the start of the JVM on ``core`` until its readiness path answers, as the local backend counts it."""
     port = backends.free_port()
     argv = server.argv(port, cds=cds)
-    assert servers.launch_mode(argv) == ("cds" if cds else "jar"), argv
+    assert jars.launch_mode(argv) == ("cds" if cds else "jar"), argv
     with open(log, "ab") as out:
         began = time.monotonic()
         jvm = process.start(argv, cpus=(core,), stdout=out, stderr=out)
@@ -60,7 +60,7 @@ def paired_ratio(values: list[float], baseline: list[float], alpha: float = 0.05
 def startup(name: str, pairs: int, core: int) -> None:
     server = servers.get(name)
     began = time.monotonic()
-    prepared = servers.prepare_cds(server)  # made once, unpinned, before anything is measured
+    prepared = jars.prepare_cds(server)  # made once, unpinned, before anything is measured
     if prepared.archive is None:
         raise SystemExit(f"no CDS archive to measure: {prepared.warning}")
     print(f"{name}: CDS archive ready in {time.monotonic() - began:.1f} s ({Path(prepared.archive).parent.name})")

@@ -21,9 +21,9 @@ import pytest
 from docker.errors import NotFound
 
 import benchlab
-from benchlab import api, images, servers
+from benchlab import api, backends, servers
 from benchlab.backends import Launch
-from benchlab.backends import docker as docker_backend
+from benchlab.backends.docker import DockerBackend, containers, engine, images
 from benchlab.errors import BuildError, ServerError, ToolMissing, UsageError
 
 from .conftest import CAPTURES
@@ -58,7 +58,7 @@ def docker_host():
     if not host:
         host, started = _engine("benchlab")
     try:
-        docker_backend.connect(host)
+        engine.connect(host)
     except ToolMissing as exc:
         pytest.fail(f"the docker tests need a docker engine: {exc}", pytrace=False)
     yield host
@@ -68,7 +68,7 @@ def docker_host():
 
 @pytest.fixture(scope="session")
 def client(docker_host):
-    return docker_backend.connect(docker_host)
+    return engine.connect(docker_host)
 
 
 @pytest.fixture(scope="session")
@@ -88,14 +88,14 @@ def remote_host(jars):
 
 def labelled(client, run_id: str | None = None) -> list:
     """The benchlab containers on an engine, all of them or those of one run."""
-    label = docker_backend.RUN_LABEL + (f"={run_id}" if run_id else "")
+    label = engine.RUN_LABEL + (f"={run_id}" if run_id else "")
     return client.containers.list(all=True, filters={"label": label})
 
 
 def ours(client) -> list:
     """The labelled containers this test process owns."""
-    owner = docker_backend._owner()
-    return [c for c in labelled(client) if c.labels.get(docker_backend.OWNER_LABEL) == owner]
+    owner = engine.owner()
+    return [c for c in labelled(client) if c.labels.get(engine.OWNER_LABEL) == owner]
 
 
 def run_watched(spec, directory: Path, client, *, at: str = "verify"):
@@ -136,13 +136,13 @@ def run_watched(spec, directory: Path, client, *, at: str = "verify"):
 
 def test_parse_stats_of_a_captured_cgroup_v1_sample():
     stats = json.loads((CAPTURES / "docker_stats_cgroup_v1.json").read_text())
-    cpu, rss = docker_backend.parse_stats(stats)
+    cpu, rss = containers.parse_stats(stats)
     assert cpu == pytest.approx(99.67, abs=0.01)  # one busy core in a cpuset of one
     assert rss == stats["memory_stats"]["stats"]["total_rss"]
 
 
 def test_parse_stats_without_a_previous_sample_has_no_cpu():
-    cpu, rss = docker_backend.parse_stats({"cpu_stats": {"cpu_usage": {"total_usage": 5}, "system_cpu_usage": 9},
+    cpu, rss = containers.parse_stats({"cpu_stats": {"cpu_usage": {"total_usage": 5}, "system_cpu_usage": 9},
                                            "precpu_stats": {"cpu_usage": {"total_usage": 0}},
                                            "memory_stats": {"usage": 100, "stats": {"inactive_file": 40}}})
     assert cpu is None and rss == 60
@@ -150,36 +150,39 @@ def test_parse_stats_without_a_previous_sample_has_no_cpu():
 
 @pytest.mark.parametrize("text, size", [("512m", 512 * 2**20), ("2g", 2 * 2**30), ("10240k", 10 * 2**20), (2**30, 2**30)])
 def test_parse_memory(text, size):
-    assert docker_backend.parse_memory(text) == size
+    assert containers.parse_memory(text) == size
 
 
 @pytest.mark.parametrize("text", ["lots", "1t", "1m"])
 def test_bad_memory_names_the_fix(text):
     with pytest.raises(UsageError, match=r"512m|minimum"):
-        docker_backend.parse_memory(text)
+        containers.parse_memory(text)
 
 
 def test_engine_off_loopback_needs_allow_remote(tmp_path):
-    backend = docker_backend.DockerBackend(docker_host="tcp://192.0.2.10:2375")
+    backend = DockerBackend(docker_host="tcp://192.0.2.10:2375")
     launch = Launch(run_id="remote-test", port=18080, cpus=(0,), log_path=tmp_path / "server.log")
     with pytest.raises(UsageError, match="allow_remote=True"):
         backend.start(servers.get("spring-jetty"), launch)  # refused before any connection is tried
-    docker_backend.check_engine("tcp://192.0.2.10:2375", allow_remote=True)
-    docker_backend.check_engine("tcp://127.0.0.1:2375", allow_remote=False)
-    docker_backend.check_engine("unix:///run/benchlab-docker/benchlab.sock", allow_remote=False)
+    engine.check_engine("tcp://192.0.2.10:2375", allow_remote=True)
+    engine.check_engine("tcp://127.0.0.1:2375", allow_remote=False)
+    engine.check_engine("unix:///run/benchlab-docker/benchlab.sock", allow_remote=False)
 
 
 def test_unreachable_engine_says_how_to_start_one(tmp_path):
     with pytest.raises(ToolMissing, match=r"not reachable at unix:///nonexistent/docker.sock.*dockerd.sh start"):
-        docker_backend.connect("unix:///nonexistent/docker.sock")
+        engine.connect("unix:///nonexistent/docker.sock")
     launch = Launch(run_id="unreachable-test", port=18080, cpus=(0,), log_path=tmp_path / "server.log")
     with pytest.raises(ToolMissing, match="dockerd.sh start"):
-        docker_backend.DockerBackend(docker_host="tcp://127.0.0.1:1").start(servers.get("spring-jetty"), launch)
+        DockerBackend(docker_host="tcp://127.0.0.1:1").start(servers.get("spring-jetty"), launch)
 
 
 def test_unknown_backend_option_is_named():
-    with pytest.raises(UsageError, match="no option docker_hots"):
-        docker_backend.DockerBackend(docker_hots="unix:///x")
+    with pytest.raises(UsageError, match="no option docker_hots: it takes docker_host, base_image"):
+        backends.get("docker", docker_hots="unix:///x")
+    with pytest.raises(UsageError, match="the local backend has no option docker_host: it takes none"):
+        backends.get("local", docker_host="unix:///x")
+    assert backends.get("local").load_runner() is None
 
 
 # --- a real engine ------------------------------------------------------------------------------------------
@@ -206,13 +209,13 @@ def test_each_server_in_a_container(docker_host, client, server_images, tmp_path
     assert row["load_samples"] >= 1 and row["startup_ms"] > 0
     assert "Started BenchApplication" in (tmp_path / record.id / "server.log").read_text()
 
-    server_container = next(c for c in containers if c["Config"]["Labels"][docker_backend.ROLE_LABEL] == "server")
+    server_container = next(c for c in containers if c["Config"]["Labels"][engine.ROLE_LABEL] == "server")
     assert server_container["HostConfig"]["CpusetCpus"] == "0"
     assert server_container["HostConfig"]["Memory"] == 768 * 2**20
     assert server_container["HostConfig"]["NetworkMode"] == "host"
     assert server_container["Name"] == f"/benchlab-{record.id}"
     if in_container:
-        load_container = next(c for c in containers if c["Config"]["Labels"][docker_backend.ROLE_LABEL] == "load")
+        load_container = next(c for c in containers if c["Config"]["Labels"][engine.ROLE_LABEL] == "load")
         assert load_container["HostConfig"]["CpusetCpus"] == "1"
         assert load_container["Config"]["Cmd"][0] == "wrk"
 
@@ -269,7 +272,7 @@ def test_memory_too_small_for_the_jvm_names_the_fix(docker_host, client, server_
 def test_cpuset_that_does_not_exist(docker_host, client, server_images, tmp_path):
     count = client.info()["NCPU"]
     with pytest.raises(UsageError, match=rf"cpuset {count + 5} does not exist.*{count} CPUs"):
-        backend = docker_backend.DockerBackend(docker_host=docker_host)
+        backend = DockerBackend(docker_host=docker_host)
         backend.start(servers.get("spring-jetty"),
                       Launch(run_id="cpuset-test", port=18080, cpus=(count + 5,), log_path=tmp_path / "server.log"))
     with pytest.raises(UsageError, match="does not have"):
@@ -331,10 +334,10 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
     suffix = secrets.token_hex(3)
     script = (
         "import sys, time\n"
-        "from benchlab.backends import docker as d\n"
+        "from benchlab.backends.docker import engine as d\n"
         "c = d.connect(sys.argv[1])\n"
         "box = c.containers.create(sys.argv[2], command=['wrk', '-v'], name='benchlab-stale-' + sys.argv[3],\n"
-        "                          labels={d.RUN_LABEL: 'stale-' + sys.argv[3], d.OWNER_LABEL: d._owner()})\n"
+        "                          labels={d.RUN_LABEL: 'stale-' + sys.argv[3], d.OWNER_LABEL: d.owner()})\n"
         "print(box.id, flush=True)\n"
         "time.sleep(600)\n"
     )
@@ -346,11 +349,11 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
         child.kill()  # SIGKILL: no cleanup runs in it
         child.wait()
     mine = client.containers.create(wrk.tag, command=["wrk", "-v"], name=f"benchlab-live-{suffix}",
-                                    labels={docker_backend.RUN_LABEL: f"live-{suffix}",
-                                            docker_backend.OWNER_LABEL: docker_backend._owner()})
+                                    labels={engine.RUN_LABEL: f"live-{suffix}",
+                                            engine.OWNER_LABEL: engine.owner()})
     try:
         assert [c.id for c in labelled(client, f"stale-{suffix}")] == [stale_id]
-        backend = docker_backend.DockerBackend(docker_host=docker_host)
+        backend = DockerBackend(docker_host=docker_host)
         backend.client  # noqa: B018 - connecting is the backend's start-up
         assert f"benchlab-stale-{suffix}" in backend.removed_stale
         assert not labelled(client, f"stale-{suffix}")
@@ -364,7 +367,7 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
 @pytest.mark.parametrize("load", ["local wrk", "wrk in a container on the first engine"])
 def test_server_on_a_second_engine(docker_host, client, remote_host, jars, tmp_path, load):
     """The two-machine recipe on one machine: the server on the 'remote' engine; wrk here, or on the other engine."""
-    remote = docker_backend.connect(remote_host)
+    remote = engine.connect(remote_host)
     images.build_servers(remote)  # the base comes from the jlink cache: no second jlink
     options = {"docker_host": remote_host}
     if load != "local wrk":

@@ -75,8 +75,10 @@ def test_h2load_failed_requests_count_as_errors():
 
 
 def test_h2load_argv(tmp_path):
-    argv = h2load.H2load().command("http://127.0.0.1:8080", SCENARIOS["echo"], Load.count(users=8, loops=10, threads=2),
-                                   phase="measure", workdir=tmp_path)
+    invocation = h2load.H2load().command("http://127.0.0.1:8080", SCENARIOS["echo"],
+                                         Load.count(users=8, loops=10, threads=2), phase="measure", workdir=tmp_path)
+    argv = list(invocation.argv)
+    assert invocation.files["log"] == tmp_path / "h2load-measure.log" and invocation.planned_requests == 80
     assert argv[1:8] == ["--h1", "-n", "80", "-c", "8", "-t", "2"]
     assert "-d" in argv and (tmp_path / "h2load-body.bin").read_bytes() == SCENARIOS["echo"].body
     assert "Content-Type: application/octet-stream" in argv and argv[-1] == "http://127.0.0.1:8080/echo"
@@ -144,8 +146,11 @@ def test_jmeter_refuses_a_bad_plan(tmp_path):
 
 def test_jmeter_checks_its_jtl_exists(tmp_path):
     driver = jmeter.JMeter()
+    invocation = driver.command("http://127.0.0.1:9", SCENARIOS["hello"], Load.count(users=2, loops=3),
+                                phase="measure", workdir=tmp_path)
+    assert invocation.planned_requests == 6 and invocation.files["jtl"] == tmp_path / "jmeter-measure.jtl"
     with pytest.raises(LoadError, match="wrote no JTL"):
-        driver.parse("", tmp_path)
+        driver.parse("", invocation)
 
 
 # --- vegeta -------------------------------------------------------------------------------------------
@@ -191,7 +196,9 @@ def test_vegeta_mixed_results_count_errors_by_kind():
 def test_vegeta_argv(tmp_path):
     driver = vegeta.Vegeta()
     load = Load.constant_rate(12.5, duration="3s", warmup="1s")
-    argv = driver.command("http://127.0.0.1:8080", SCENARIOS["echo"], load, phase="warmup", workdir=tmp_path)
+    invocation = driver.command("http://127.0.0.1:8080", SCENARIOS["echo"], load, phase="warmup", workdir=tmp_path)
+    argv = list(invocation.argv)
+    assert (invocation.phase, invocation.target_rps) == ("warmup", 12.5)
     assert argv[1:4] == ["attack", "-rate=12500/1000s", "-duration=1s"]
     assert argv[-1] == f"-output={tmp_path / 'vegeta-warmup.bin'}"
     targets = (tmp_path / "vegeta-targets.txt").read_text().splitlines()
@@ -209,3 +216,20 @@ def test_h2load_against_tomcat_keeps_the_run_and_says_statuses_are_unchecked():
     metrics = h2load.parse(out, (CAPTURES / "h2load-tomcat.log").read_text())
     assert metrics["requests"] == 40 and metrics["errors_status"] is None
     assert "reason phrase" in metrics["note"] and metrics["bytes_per_request"] == 184
+
+
+# --- the driver protocol ------------------------------------------------------------------------------
+
+def test_drivers_keep_no_state_between_command_and_parse(tmp_path):
+    """command() returns what parse() needs; the driver object itself is left as it was."""
+    from benchlab import drivers
+
+    loads = {"wrk": Load(connections=2, duration=1, warmup=1), "h2load": Load.count(users=2, loops=2, warmup=1),
+             "vegeta": Load.constant_rate(10, duration=1, warmup=1)}
+    for name, load in loads.items():
+        driver = drivers.tool(name)
+        assert isinstance(driver, drivers.Driver)
+        driver.check(load)  # the base class's no-op, or the driver's own check
+        invocation = driver.command("http://127.0.0.1:9", SCENARIOS["hello"], load, phase="warmup", workdir=tmp_path)
+        assert isinstance(invocation, drivers.Invocation) and invocation.phase == "warmup"
+        assert vars(driver) == {}, f"{name} stored {vars(driver)} between command() and parse()"

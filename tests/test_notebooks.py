@@ -209,8 +209,8 @@ def test_report_command_exits_non_zero_and_names_the_cell(tmp_path):
 
 
 def test_batch_runs_every_entry_in_order_and_reports_failures(stored_runs, tmp_path):
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(f"""
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(f"""
 defaults:
   run: false
   results_dir: {stored_runs}
@@ -223,7 +223,7 @@ reports:
   - notebook: {NOTEBOOKS / "sweep.ipynb"}
     output: {tmp_path / "third.ipynb"}
 """)
-    done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(plan)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(batch)], capture_output=True, text=True,
                           timeout=600, cwd=ROOT)
     assert done.returncode == 1, done.stderr
     assert "[1/3]" in done.stdout and "[3/3]" in done.stdout and "2 report(s) written, 1 failed" in done.stdout
@@ -233,10 +233,10 @@ reports:
     assert errors(tmp_path / "first.ipynb") == [] and errors(tmp_path / "third.ipynb") == []
 
 
-def test_the_example_plan_reads():
-    plan = report.read_plan(ROOT / "data" / "batch-example.yaml")
-    assert [Path(e["notebook"]).name for e in plan] == ["compare.ipynb", "sweep.ipynb", "compare.ipynb"]
-    assert all(Path(e["notebook"]).exists() for e in plan)
+def test_the_example_batch_reads():
+    entries = report.read_batch(ROOT / "data" / "batch-example.yaml")
+    assert [Path(e["notebook"]).name for e in entries] == ["compare.ipynb", "sweep.ipynb", "compare.ipynb"]
+    assert all(Path(e["notebook"]).exists() for e in entries)
 
 
 def test_panel_reports_a_bad_duration_in_its_status_line(no_jvm_left):

@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchlab import stats
+from benchlab import intervals, stats
 
 TRIALS = 4000
 SIZES = (2, 3, 5, 9, 10, 30)
@@ -70,7 +70,7 @@ NOISES = {
 def delta_t_ratio(a, b, alpha):
     """The plain t interval of a ratio (delta method, Welch df): the width reference for the ratio."""
     ra, rb = (x.var(axis=-1, ddof=1) / x.shape[-1] / x.mean(axis=-1) ** 2 for x in (a, b))
-    half = stats._t_quantile(alpha, stats._welch_df(ra, rb, a.shape[-1], b.shape[-1])) * np.sqrt(ra + rb)
+    half = intervals.t_quantile(alpha, intervals.welch_df(ra, rb, a.shape[-1], b.shape[-1])) * np.sqrt(ra + rb)
     ratio = a.mean(axis=-1) / b.mean(axis=-1)
     return ratio * (1 - half), ratio * (1 + half)
 
@@ -91,19 +91,19 @@ def calibrate(noise: str, n: int) -> dict:
     draw, mean = NOISES[noise]
     rng = np.random.default_rng([SEED, list(NOISES).index(noise), n])
     x = draw(rng, (TRIALS, n), 1.0)
-    low, high = stats._mean_interval(x, ALPHA)
-    row = {"noise": noise, "n": n, "test": stats._test_name(n, n, ALPHA)}
+    low, high = intervals.mean_interval(x, ALPHA)
+    row = {"noise": noise, "n": n, "test": intervals.test_used(n, n, ALPHA)}
     row["mean_cov"], given = covered(low, high, mean(1.0))
     row["no_ci"] = 1 - given / TRIALS
-    row["mean_w/t"] = width_vs(low, high, *stats._t_interval(x, ALPHA))
+    row["mean_w/t"] = width_vs(low, high, *intervals.t_interval(x, ALPHA))
     for scale, name in [(1.0, "ratio_cov_1"), (1.3, "ratio_cov_1.3")]:
         a, b = draw(rng, (TRIALS, n), scale), draw(rng, (TRIALS, n), 1.0)
-        low, high = stats._ratio_interval(a, b, ALPHA)
+        low, high = intervals.ratio_interval(a, b, ALPHA)
         row[name], cells = covered(low, high, mean(scale) / mean(1.0))
         given = min(given, cells)
         if scale == 1.0:
             row["ratio_w/t"] = width_vs(low, high, *delta_t_ratio(a, b, ALPHA))
-            row["false_pos"] = float(np.mean(stats._significant(stats._test_p(a, b, ALPHA), low, high, ALPHA)))
+            row["false_pos"] = float(np.mean(intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)))
     return {**row, "given": given}
 
 
@@ -155,7 +155,7 @@ def test_no_jump_between_9_and_10_repeats(table):
         assert abs(nine.mean_cov - ten.mean_cov) < 3 * se_of_difference
         draw, _ = NOISES[noise]
         rng = np.random.default_rng([SEED, 99])
-        widths = [np.nanmean(np.subtract(*stats._mean_interval(draw(rng, (TRIALS, n), 1.0), ALPHA)[::-1]))
+        widths = [np.nanmean(np.subtract(*intervals.mean_interval(draw(rng, (TRIALS, n), 1.0), ALPHA)[::-1]))
                   for n in (9, 10)]
         assert 0.85 < widths[1] / widths[0] < 1.0, (noise, widths)
 
@@ -169,9 +169,9 @@ def test_every_n_from_2_to_30_covers():
         for n in range(2, 31):
             x, a13, a, b = (draw(rng, (TRIALS, n), scale) for scale in (1.0, 1.3, 1.0, 1.0))
             rows.append({"noise": noise, "n": n,
-                         "mean_cov": covered(*stats._mean_interval(x, ALPHA), mean(1.0))[0],
-                         "ratio_cov_1": covered(*stats._ratio_interval(a, b, ALPHA), 1.0)[0],
-                         "ratio_cov_1.3": covered(*stats._ratio_interval(a13, b, ALPHA), 1.3)[0]})
+                         "mean_cov": covered(*intervals.mean_interval(x, ALPHA), mean(1.0))[0],
+                         "ratio_cov_1": covered(*intervals.ratio_interval(a, b, ALPHA), 1.0)[0],
+                         "ratio_cov_1.3": covered(*intervals.ratio_interval(a13, b, ALPHA), 1.3)[0]})
     sweep = pd.DataFrame(rows)
     print(f"\nevery n from 2 to 30, {TRIALS} trials each: the lowest coverage of each interval, and where")
     for noise, group in sweep.groupby("noise", sort=False):
@@ -186,9 +186,9 @@ def test_the_simulation_runs_the_public_code():
     for noise, n in [(k, n) for k in NOISES for n in (2, 3, 4, 12)]:
         draw, _ = NOISES[noise]
         a, b = draw(rng, (3, n), 1.2), draw(rng, (3, n), 1.0)
-        low, high = stats._ratio_interval(a, b, ALPHA)
-        p = stats._test_p(a, b, ALPHA)
-        mean_low, _ = stats._mean_interval(a, ALPHA)
+        low, high = intervals.ratio_interval(a, b, ALPHA)
+        p = intervals.p_value(a, b, ALPHA)
+        mean_low, _ = intervals.mean_interval(a, ALPHA)
         for i in range(3):
             assert stats.mean_ci(a[i])[0] == pytest.approx(mean_low[i], nan_ok=True)
             assert stats.ratio_ci(a[i], b[i])[1:] == pytest.approx((low[i], high[i]), nan_ok=True)
@@ -196,4 +196,4 @@ def test_the_simulation_runs_the_public_code():
             runs = pd.DataFrame({"server": ["a"] * n + ["b"] * n, "rps": [*a[i], *b[i]], "status": "ok",
                                  "scenario": "hello"})
             verdict = stats.verdicts(runs, baseline="b").iloc[0]
-            assert verdict["significant"] == bool(stats._significant(p[i], low[i], high[i], ALPHA))
+            assert verdict["significant"] == bool(intervals.significant(p[i], low[i], high[i], ALPHA))

@@ -246,3 +246,11 @@ def test_every_flag_has_one_line():
 SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 
 
+
+
+def test_flag_not_warm_only_when_auto_gave_up():
+    from benchlab import flags
+
+    assert [f for f, _ in flags.run_flags({"warm": False, "warmup_s": 181.0})] == ["not_warm"]
+    assert not flags.run_flags({"warm": True, "warmup_s": 40.0})
+    assert not flags.run_flags({"warm": None, "warmup_s": 10.0}), "a fixed warm-up is not judged"

@@ -169,3 +169,19 @@ def test_import_jtl(tmp_path):
                               results_dir=tmp_path)
     assert run.metrics["requests"] > 0 and run.params["driver"] == "jmeter" and run.params["users"] == 4
     assert benchlab.load(tmp_path).runs.loc[0, "rps"] == pytest.approx(run.metrics["rps"])
+
+
+def test_progress_eta_comes_from_the_plan_and_a_log_gets_one_line_a_run(capsys):
+    from benchlab.progress import FIRST_GUESS_OVERHEAD, Progress
+
+    bar = Progress([10.0, 20.0], enabled=True)  # stderr is captured, not a terminal: plain lines
+    bar.start("spring-jetty r1")
+    assert 30.0 + 2 * FIRST_GUESS_OVERHEAD - 1 < bar.eta() <= 30.0 + 2 * FIRST_GUESS_OVERHEAD
+    bar.phase("measure")
+    bar.finish(ran=False)
+    bar.start("spring-tomcat r1")
+    bar.finish()
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" - ")[0] for line in lines] == ["[1/2] spring-jetty r1", "[2/2] spring-tomcat r1"]
+    assert bar.eta() == 0.0 and len(bar.overheads) == 1

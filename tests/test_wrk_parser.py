@@ -76,7 +76,8 @@ def test_script_carries_method_body_and_reporter():
 def test_argv(tmp_path):
     from benchlab.load import Load
 
-    argv = wrk.Wrk().command("http://127.0.0.1:9", SCENARIOS["hello"], Load(connections=200, threads=4, duration=30),
-                             phase="measure", workdir=tmp_path)
+    argv = list(wrk.Wrk().command("http://127.0.0.1:9", SCENARIOS["hello"],
+                                  Load(connections=200, threads=4, duration=30), phase="measure",
+                                  workdir=tmp_path).argv)
     assert argv[1:6] == ["-t4", "-c200", "-d30s", "--timeout=10s", "--latency"]
     assert argv[-1] == "http://127.0.0.1:9/hello"

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import process
 from ..errors import ServerError, tail
 from ..monitor import ProcessProbe
-from . import Launch, check_port_free, start_failure_hint, wait_ready
+from .base import Launch, check_port_free, start_failure_hint, wait_ready
 
 
 def _exit_error(server, argv: list[str], log_path: Path, returncode) -> ServerError:
@@ -64,14 +64,13 @@ class LocalBackend:
 
     name = "local"
 
-
     def start(self, server, launch: Launch) -> LocalInstance:
         if server.kind == "spring":
             process.require(launch.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
         if server.kind == "command":
             process.require(server.command[0], f"install {server.command[0]} or give its full path")
         check_port_free(launch.port, launch.host)
-        argv = server.argv(launch.port, jvm_opts=launch.jvm_opts, java=launch.java, host=launch.host)
+        argv = server.argv(launch.port, jvm_opts=launch.jvm_opts, java=launch.java, host=launch.host, cds=launch.cds)
         began = time.monotonic()
         instance = LocalInstance(server, launch, argv)
         try:
@@ -82,8 +81,8 @@ class LocalBackend:
         instance.startup_ms = (time.monotonic() - began) * 1000.0
         return instance
 
-    def load_runner(self):
-        """None: the load tool runs as a local process."""
+    def load_runner(self) -> None:
+        """None: the load tool runs as a local process (see :func:`benchlab.drivers.run_local`)."""
         return None
 
     def metadata(self) -> dict:

@@ -1,18 +1,21 @@
 """What makes the load: one small class per tool, each an argv builder and a pure parser.
 
-A driver never starts anything itself. :func:`execute` runs its argv pinned to the load cores, lets the
-monitor watch it, keeps its raw output beside the result and hands the text to ``driver.parse``. Every
-parser returns the same metric fields (see :data:`benchlab.results.METRICS`), in seconds and bytes.
+A driver never starts anything itself. :func:`execute` runs the argv of its :class:`Invocation` pinned
+to the load cores, lets the monitor watch it, keeps its raw output beside the result and hands the text
+and the invocation to ``driver.parse``. Every
+parser returns the same metric fields (see :data:`benchlab.schema.METRICS`), in seconds and bytes.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
-from typing import Protocol
 
 from .. import process
 from ..errors import LoadError, UsageError, tail
+from .base import Driver, Invocation, LoadTool, version_of
+
+__all__ = ["Driver", "Invocation", "LoadTool", "NAMES", "DEFAULTS", "tool", "get", "execute", "run_local",
+           "version_of"]
 
 NAMES = ("wrk", "h2load", "jmeter", "vegeta")
 
@@ -20,18 +23,7 @@ NAMES = ("wrk", "h2load", "jmeter", "vegeta")
 DEFAULTS = {"duration": "wrk", "count": "h2load", "rate": "vegeta"}
 
 
-class Driver(Protocol):
-    name: str
-    models: tuple[str, ...]
-    install: str
-
-    def executable(self) -> str: ...
-    def version(self) -> str: ...
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]: ...
-    def parse(self, stdout: str, workdir: Path) -> dict: ...
-
-
-def tool(name: str) -> Driver:
+def tool(name: str) -> LoadTool:
     """The driver called ``name``, whatever load models it does."""
     if name == "wrk":
         from .wrk import Wrk as cls
@@ -46,7 +38,7 @@ def tool(name: str) -> Driver:
     return cls()
 
 
-def get(name: str | None, model: str = "duration") -> Driver:
+def get(name: str | None, model: str = "duration") -> LoadTool:
     """The driver for a load ``model``: ``name``, or the model's default driver."""
     driver = tool(name or DEFAULTS[model])
     if model not in driver.models:
@@ -57,19 +49,7 @@ def get(name: str | None, model: str = "duration") -> Driver:
     return driver
 
 
-def version_of(argv: list[str], pattern: str = "") -> str:
-    """The first line of a tool's version output that contains ``pattern``."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    for line in (done.stdout + "\n" + done.stderr).splitlines():
-        if pattern in line and line.strip():
-            return line.strip()
-    return "unknown"
-
-
-def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
+def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
             monitor=None, runner=None) -> tuple[dict, str]:
     """Run one phase of load and return ``(metrics, raw stdout)``.
 
@@ -79,7 +59,8 @@ def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, ph
     :class:`benchlab.process.Finished`.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = driver.command(url, scenario, load, phase=phase, workdir=workdir)
+    invocation = driver.command(url, scenario, load, phase=phase, workdir=workdir)
+    argv = list(invocation.argv)
     seconds = load.warmup if phase == "warmup" else load.planned_seconds
     # A count load's length is only a guess from its size, so it gets room to be three times slower.
     timeout = seconds * (3 if load.model == "count" and phase == "measure" else 1) + load.timeout + 60.0
@@ -92,7 +73,7 @@ def execute(driver: Driver, url: str, scenario, load, *, cpus, workdir: Path, ph
         if finished.stderr.strip():
             (workdir / f"{driver.name}.err").write_text(finished.stderr)
     try:
-        metrics = driver.parse(finished.stdout, workdir)
+        metrics = driver.parse(finished.stdout, invocation)
     except LoadError as exc:
         raise LoadError(f"{exc} (exit {finished.returncode}; command: {' '.join(argv)})\n"
                         f"{tail(finished.stderr or finished.stdout, 8)}") from None

@@ -12,48 +12,39 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import process
 from ..errors import LoadError, UsageError
-from . import latency, version_of
+from ..schema import SECONDS
+from . import latency
+from .base import Driver, Invocation
 
 _REQUESTS = re.compile(
     r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, "
     r"(\d+) timeout")
 _TRAFFIC = re.compile(r"traffic: \S+ \((\d+)\) total")
 _FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s)")
-_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def log_path(workdir: Path, phase: str) -> Path:
     return Path(workdir) / f"h2load-{phase}.log"
 
 
-class H2load:
+class H2load(Driver):
     name = "h2load"
     models = ("count",)
     install = "apt-get install nghttp2-client (or bash .ci/install-drivers.sh)"
 
-    def __init__(self) -> None:
-        self.phase = "measure"  # command() notes it, so parse() reads that phase's log
-
-    def executable(self) -> str:
-        return process.require("h2load", self.install)
-
-    def version(self) -> str:
-        return version_of([self.executable(), "--version"], "h2load")
-
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         if load.model != "count":
             raise UsageError(f"h2load offers a 'count' load (users x loops), not {load.model!r}: use wrk or vegeta")
-        self.phase = phase
         users, requests = load.users, load.users * load.loops
+        log = log_path(workdir, phase)
         argv = [
             self.executable(), "--h1",
             "-n", str(requests),
             "-c", str(users),
             "-t", str(max(1, min(load.threads, users))),
             f"--connection-inactivity-timeout={max(1, round(load.timeout * 1000))}ms",
-            f"--log-file={log_path(workdir, phase)}",
+            f"--log-file={log}",
         ]
         if scenario.method not in ("GET", "POST"):
             raise UsageError(f"h2load sends GET or POST, not {scenario.method}: use driver='jmeter' for it")
@@ -63,10 +54,11 @@ class H2load:
             argv += ["-d", str(body)]
         if scenario.content_type:
             argv += ["-H", f"Content-Type: {scenario.content_type}"]
-        return [*argv, url + scenario.path]
+        return Invocation([*argv, url + scenario.path], phase, workdir, files={"log": log},
+                          planned_requests=requests)
 
-    def parse(self, stdout: str, workdir: Path) -> dict:
-        log = log_path(workdir, self.phase)
+    def parse(self, stdout: str, invocation: Invocation) -> dict:
+        log = invocation.files["log"]
         return parse(stdout, log.read_text() if log.exists() else "")
 
 
@@ -90,13 +82,13 @@ def parse(stdout: str, log: str) -> dict:
         raise LoadError(f"h2load stopped early: {done} of {total} requests done, {errored} errored")
     if len(rows) < done:
         raise LoadError(f"h2load's log has {len(rows)} rows for {done} requests done: the log is incomplete")
-    us = 1e-6
+    us = SECONDS["us"]
     starts = [int(r[0]) for r in rows]
     ends = [int(r[0]) + int(r[2]) for r in rows]
     elapsed = (max(ends) - min(starts)) * us
     finished = _FINISHED.search(stdout)
     if elapsed <= 0 and finished:
-        elapsed = float(finished.group(1)) * _UNIT[finished.group(2)]
+        elapsed = float(finished.group(1)) * SECONDS[finished.group(2)]
     not_started = total - started
     metrics = {
         "requests": done,

@@ -25,7 +25,9 @@ from xml.sax.saxutils import escape
 
 from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
-from . import latency, version_of
+from ..schema import ERROR_KINDS, SECONDS
+from . import latency
+from .base import Driver, Invocation, version_of
 
 INSTALL = "bash .ci/install-drivers.sh (assembles Apache JMeter 5.6.3 from Maven Central under .tools/jmeter)"
 
@@ -131,15 +133,10 @@ def check_plan(path: str | Path) -> Path:
     return path
 
 
-class JMeter:
+class JMeter(Driver):
     name = "jmeter"
     models = ("count",)
     install = INSTALL
-
-    def __init__(self) -> None:
-        # command() notes the phase and the planned count, so parse() can check the JTL against them.
-        self.phase = "measure"
-        self.planned: int | None = None
 
     def check(self, load) -> None:
         """Refuse a user's plan that is not a JMeter plan before any server starts."""
@@ -173,27 +170,27 @@ class JMeter:
             return f"Apache JMeter {version_file.read_text().strip()}"
         return version_of([exe, "--version"], "5.")
 
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         if load.model != "count":
             raise UsageError(f"JMeter offers a 'count' load (users x loops), not {load.model!r}: use wrk or vegeta")
         workdir = Path(workdir)
-        self.phase = phase
         if load.plan:
             plan_path = check_plan(load.plan)
-            self.planned = None
+            planned = None  # a user's plan decides how many requests it sends
         else:
             plan_path = workdir / "jmeter-plan.jmx"
             plan_path.write_text(plan(url, scenario, load))
-            self.planned = load.users * load.loops
+            planned = load.users * load.loops
         jtl = jtl_path(workdir, phase)
         if jtl.exists():
             jtl.unlink()  # JMeter appends to an existing JTL
         parts = urllib.parse.urlsplit(url)
-        return [
+        log = workdir / f"jmeter-{phase}.log"
+        argv = [
             *self._launcher(), "-n",
             "-t", str(plan_path),
             "-l", str(jtl),
-            "-j", str(workdir / f"jmeter-{phase}.log"),
+            "-j", str(log),
             *JTL_PROPERTIES,
             f"-Jbenchlab.host={parts.hostname}",
             f"-Jbenchlab.port={parts.port}",
@@ -202,15 +199,16 @@ class JMeter:
             f"-Jbenchlab.loops={load.loops}",
             f"-Jbenchlab.ramp_up={math.ceil(load.ramp_up)}",
         ]
+        return Invocation(argv, phase, workdir, files={"plan": plan_path, "jtl": jtl, "log": log},
+                          planned_requests=planned)
 
-    def parse(self, stdout: str, workdir: Path) -> dict:
-        jtl = jtl_path(workdir, self.phase)
-        log = Path(workdir) / f"jmeter-{self.phase}.log"
+    def parse(self, stdout: str, invocation: Invocation) -> dict:
+        jtl, log, planned = invocation.files["jtl"], invocation.files["log"], invocation.planned_requests
         if not jtl.exists():
             raise LoadError(f"JMeter wrote no JTL ({jtl}): its plan did not run; see {log}")
         metrics = parse(jtl.read_text())
-        if self.planned is not None and metrics["requests"] != self.planned:
-            raise LoadError(f"JMeter recorded {metrics['requests']} of {self.planned} planned requests; see {log}")
+        if planned is not None and metrics["requests"] != planned:
+            raise LoadError(f"JMeter recorded {metrics['requests']} of {planned} planned requests; see {log}")
         return metrics
 
 
@@ -243,11 +241,11 @@ def parse(jtl: str) -> dict:
     missing = {"timeStamp", "elapsed", "responseCode", "success", "bytes"} - set(rows[0])
     if missing:
         raise LoadError(f"JMeter's JTL lacks the columns {', '.join(sorted(missing))}: save it as CSV with a header")
-    ms = 1e-3
+    ms = SECONDS["ms"]
     starts = [int(r["timeStamp"]) for r in rows]
     ends = [int(r["timeStamp"]) + int(r["elapsed"]) for r in rows]
     elapsed = max((max(ends) - min(starts)) * ms, ms)
-    errors = {kind: 0 for kind in ("connect", "read", "write", "status", "timeout")}
+    errors = dict.fromkeys(ERROR_KINDS, 0)
     for row in rows:
         kind = _error_kind(row)
         if kind:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-#: The percentile fields and the percentile each stands for.
-PERCENTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+from ..schema import LATENCY_COLUMNS, PERCENTILE_COLUMNS
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
@@ -23,8 +22,7 @@ def summary(seconds: Sequence[float]) -> dict:
     0.002
     """
     if not seconds:
-        return {"lat_min": None, "lat_mean": None, "lat_stdev": None, "lat_max": None,
-                **{name: None for name in PERCENTILES}}
+        return dict.fromkeys(LATENCY_COLUMNS)
     ordered = sorted(seconds)
     n = len(ordered)
     mean = math.fsum(ordered) / n
@@ -34,5 +32,5 @@ def summary(seconds: Sequence[float]) -> dict:
         "lat_mean": mean,
         "lat_stdev": stdev,
         "lat_max": ordered[-1],
-        **{name: percentile(ordered, q) for name, q in PERCENTILES.items()},
+        **{name: percentile(ordered, q) for name, q in PERCENTILE_COLUMNS.items()},
     }

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
-from . import latency, version_of
+from ..schema import ERROR_KINDS, SECONDS
+from . import latency
+from .base import Driver, Invocation, version_of
 
 #: Below this share of the requested rate, a run is flagged.
 REACHED = 0.95
@@ -33,16 +35,11 @@ def _rate_flag(rate: float) -> str:
     return f"{round(rate * 1000)}/1000s"
 
 
-class Vegeta:
+class Vegeta(Driver):
     name = "vegeta"
     models = ("rate",)
     install = ("GOBIN=<repo>/.tools/bin go install github.com/tsenart/vegeta/v12@v12.13.0 "
                "(or bash .ci/install-drivers.sh)")
-
-    def __init__(self) -> None:
-        # command() notes the phase and rate, so parse() reads that phase's results against that rate.
-        self.phase = "measure"
-        self.rate: float | None = None
 
     def executable(self) -> str:
         found = shutil.which("vegeta")
@@ -56,12 +53,10 @@ class Vegeta:
     def version(self) -> str:
         return "vegeta " + version_of([self.executable(), "-version"], "Version").removeprefix("Version:").strip()
 
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         if load.model != "rate":
             raise UsageError(f"vegeta offers a 'rate' load (requests/s), not {load.model!r}: use wrk or h2load")
         workdir = Path(workdir)
-        self.phase = phase
-        self.rate = load.rate
         target = [f"{scenario.method} {url}{scenario.path}"]
         if scenario.content_type:
             target.append(f"Content-Type: {scenario.content_type}")
@@ -72,26 +67,29 @@ class Vegeta:
         targets = workdir / "vegeta-targets.txt"
         targets.write_text("\n".join(target) + "\n")
         seconds = load.warmup if phase == "warmup" else load.duration
-        return [
+        results = results_path(workdir, phase)
+        argv = [
             self.executable(), "attack",
             f"-rate={_rate_flag(load.rate)}",
             f"-duration={seconds:g}s",
             f"-timeout={load.timeout:g}s",
             f"-targets={targets}",
-            f"-output={results_path(workdir, phase)}",
+            f"-output={results}",
         ]
+        return Invocation(argv, phase, workdir, files={"targets": targets, "results": results},
+                          target_rps=load.rate)
 
-    def parse(self, stdout: str, workdir: Path) -> dict:
-        results = results_path(workdir, self.phase)
+    def parse(self, stdout: str, invocation: Invocation) -> dict:
+        results, workdir = invocation.files["results"], invocation.workdir
         if not results.exists() or results.stat().st_size == 0:
             raise LoadError(f"vegeta wrote no results to {results}")
         report = self._run([self.executable(), "report", "-type=json", str(results)])
         table = self._run([self.executable(), "encode", "-to=csv", str(results)])
-        if self.phase == "measure":
-            (Path(workdir) / "vegeta-report.json").write_text(report)
+        if invocation.phase == "measure":
+            (workdir / "vegeta-report.json").write_text(report)
             histogram = self._run([self.executable(), "report", f"-type={HISTOGRAM}", str(results)])
-            (Path(workdir) / "vegeta-histogram.txt").write_text(histogram)
-        return parse(report, table, target_rps=self.rate)
+            (workdir / "vegeta-histogram.txt").write_text(histogram)
+        return parse(report, table, target_rps=invocation.target_rps)
 
     @staticmethod
     def _run(argv: list[str]) -> str:
@@ -130,11 +128,11 @@ def parse(report_json: str, results_csv: str, *, target_rps: float | None = None
     when a request was due to its answer, whatever it was.
     """
     report = json.loads(report_json)
-    ns = 1e-9
+    ns = SECONDS["ns"]
     requests = int(report["requests"])
     if requests == 0:
         raise LoadError("vegeta sent no request: the duration or rate is too small")
-    errors = {kind: 0 for kind in ("connect", "read", "write", "status", "timeout")}
+    errors = dict.fromkeys(ERROR_KINDS, 0)
     latencies = []
     for row in csv.reader(io.StringIO(results_csv)):
         if not row:

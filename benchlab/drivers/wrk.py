@@ -6,32 +6,32 @@ import json
 import re
 from pathlib import Path
 
-from .. import process
 from ..errors import LoadError
-from . import version_of
+from ..schema import BYTES, ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
+from .base import Driver, Invocation
 
 MARK = "BENCHLAB_JSON "
-
-PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p99": 99, "p999": 99.9, "p9999": 99.99}
 
 # wrk calls done() once, after the run, with every latency it recorded (in microseconds).
 REPORTER = r"""
 done = function(summary, latency, requests)
   local e = summary.errors
   local p = {}
-  for _, q in ipairs({50, 75, 90, 99, 99.9, 99.99}) do
+  for _, q in ipairs({@QUANTILES@}) do
     p[#p + 1] = string.format('"%s":%.1f', tostring(q), latency:percentile(q))
   end
   io.write("BENCHLAB_JSON ")
   io.write(string.format(
     '{"requests":%.0f,"bytes":%.0f,"duration_us":%.0f,' ..
-    '"errors":{"connect":%.0f,"read":%.0f,"write":%.0f,"status":%.0f,"timeout":%.0f},' ..
+    '"errors":@ERRORS@,' ..
     '"latency_us":{"min":%.1f,"mean":%.3f,"stdev":%.3f,"max":%.1f},"percentiles_us":{%s}}\n',
     summary.requests, summary.bytes, summary.duration,
-    e.connect, e.read, e.write, e.status, e.timeout,
+    @ERROR_VALUES@,
     latency.min, latency.mean, latency.stdev, latency.max, table.concat(p, ",")))
 end
-"""
+""".replace("@QUANTILES@", ", ".join(f"{q:g}" for q in PERCENTILE_COLUMNS.values())).replace(
+    "@ERRORS@", "{" + ",".join(f'"{kind}":%.0f' for kind in ERROR_KINDS) + "}").replace(
+    "@ERROR_VALUES@", ", ".join(f"e.{kind}" for kind in ERROR_KINDS))
 
 
 def _lua_string(value: str) -> str:
@@ -54,22 +54,17 @@ def _whole_seconds(seconds: float) -> str:
     return f"{max(1, round(seconds))}s"
 
 
-class Wrk:
+class Wrk(Driver):
     name = "wrk"
     models = ("duration",)
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
+    version_flag = "-v"
 
-    def executable(self) -> str:
-        return process.require("wrk", self.install)
-
-    def version(self) -> str:
-        return version_of([self.executable(), "-v"], "wrk")
-
-    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> list[str]:
-        lua = workdir / "wrk.lua"
+    def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
+        lua = Path(workdir) / "wrk.lua"
         lua.write_text(script(scenario))
         seconds = load.warmup if phase == "warmup" else load.duration
-        return [
+        argv = [
             self.executable(),
             f"-t{load.threads}",
             f"-c{load.connections}",
@@ -79,8 +74,9 @@ class Wrk:
             "-s", str(lua),
             url + scenario.path,
         ]
+        return Invocation(argv, phase, workdir, files={"script": lua})
 
-    def parse(self, stdout: str, workdir: Path | None = None) -> dict:
+    def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
         return parse(stdout)
 
 
@@ -98,7 +94,7 @@ def parse(stdout: str) -> dict:
 
 def parse_json(report: dict) -> dict:
     """Metrics, in seconds and bytes, from the reporter's JSON (whose times are microseconds)."""
-    us = 1e-6
+    us = SECONDS["us"]
     requests = int(report["requests"])
     elapsed = report["duration_us"] * us
     lat = report["latency_us"]
@@ -115,10 +111,10 @@ def parse_json(report: dict) -> dict:
         "lat_stdev": lat["stdev"] * us,
         "lat_max": lat["max"] * us,
     }
-    for name, q in PERCENTILES.items():
-        key = str(q) if q != int(q) else str(int(q))
+    for name, q in PERCENTILE_COLUMNS.items():
+        key = f"{q:g}"  # Lua's tostring: 50, 99.9
         metrics[name] = pct[key] * us if key in pct else None
-    for kind in ("connect", "read", "write", "status", "timeout"):
+    for kind in ERROR_KINDS:
         metrics[f"errors_{kind}"] = int(errors[kind])
     if requests == 0:
         raise LoadError("wrk completed no request: the server never answered")
@@ -127,8 +123,6 @@ def parse_json(report: dict) -> dict:
 
 # --- the plain-text report, for importing wrk logs people already have ----------------------------------
 
-_TIME = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_SIZE = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _COUNT = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -141,7 +135,7 @@ def _scaled(text: str, units: dict, what: str) -> float:
 
 
 def _time(text: str) -> float:
-    return _scaled(text, _TIME, "time")
+    return _scaled(text, SECONDS, "time")
 
 
 def _count(text: str) -> float:
@@ -149,7 +143,7 @@ def _count(text: str) -> float:
 
 
 def _size(text: str) -> float:
-    return _scaled(text, _SIZE, "size")
+    return _scaled(text, BYTES, "size")
 
 
 def parse_text(text: str) -> dict:

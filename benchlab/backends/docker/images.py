@@ -22,8 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import home, process, servers
-from .errors import BuildError, ToolMissing, UsageError, tail
+from ... import home, jars, process, servers
+from ...errors import BuildError, ToolMissing, UsageError, tail
 
 BASE_REPOSITORY = "benchlab/jre"
 WRK_REPOSITORY = "benchlab/wrk"
@@ -251,11 +251,6 @@ def _base_id(client, base: str) -> str:
     return found.id
 
 
-def resolve_base(client, base_image: str | None) -> str:
-    """The base image's tag: ``base_image`` as given, or the offline base (built if it is missing)."""
-    return base_image or build_base(client).tag
-
-
 def server_tag(server: servers.Server, base_id: str) -> str:
     jar = Path(server.jar)
     if not jar.exists():
@@ -270,8 +265,8 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
     server = servers.get(server)
     if server.kind != "spring":
         raise UsageError(f"{server.name} is not a built-in server: only those have images (benchlab/spring-*)")
-    servers.ensure_built(server)
-    base = resolve_base(client, base_image)
+    jars.ensure_built(server)
+    base = base_image or build_base(client).tag  # as given, or the offline base (built if missing)
     tag = server_tag(server, _base_id(client, base))
     found = None if force else _find(client, tag)
     if found is not None:
@@ -297,7 +292,7 @@ def build_servers(client, *, base_image: str | None = None, force: bool = False)
 
 def build_wrk(client, *, force: bool = False) -> Image:
     """``benchlab/wrk:<hash>``: the local wrk binary and its libraries, FROM scratch."""
-    from .drivers.wrk import Wrk
+    from ...drivers.wrk import Wrk
 
     wrk = Path(Wrk().executable()).resolve()
     libraries = shared_libraries([wrk])
@@ -326,7 +321,7 @@ def _print(image: Image) -> None:
 
 
 def cmd_image(args) -> int:
-    from .backends.docker import connect
+    from .engine import connect
 
     client = connect(args.docker_host)
     if args.action in ("base", "all"):

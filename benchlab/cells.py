@@ -1,0 +1,52 @@
+"""Cells of the runs frame: the runs that measured one setup, the unit every statistic is taken over.
+
+A cell is the load (scenario, model, driver, connections, rate, users x loops) *and* everything else
+that changes what is measured: backend, duration, warm-up, timeout, memory, JVM options, java, CDS,
+the cores, and the label (an imported run is not a repeat of a local one). Runs that differ in any of
+these are never pooled; the summary shows a setup column only where it varies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .schema import CELL
+
+#: What else, beside the load, makes two runs measure different things.
+SETUP = ("backend", "duration", "warmup", "timeout", "memory", "jvm_opts", "java", "cds", "server_cpus",
+         "load_cpus", "label")
+
+
+def finite(values) -> np.ndarray:
+    """The finite numbers among ``values``, as floats."""
+    array = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+    return array[np.isfinite(array)]
+
+
+def ok(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that finished: a failed run enters no statistic."""
+    return runs[runs["status"] == "ok"] if "status" in runs else runs
+
+
+def key(value):
+    """A cell column's value as a group key: lists joined, missing as ``"-"``."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return " ".join(map(str, value))
+    return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else value
+
+
+def group(runs: pd.DataFrame):
+    """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` (:func:`restore` undoes it)."""
+    keys = [c for c in (*CELL, *SETUP) if c in runs]
+    filled = runs.assign(**{c: runs[c].astype(object).map(key) for c in keys})
+    return keys, filled.groupby(keys, sort=False, dropna=False)
+
+
+def restore(value):
+    return None if value == "-" else value
+
+
+def varying(frame: pd.DataFrame) -> list[str]:
+    """The cell columns whose value differs between rows: the ones worth showing."""
+    return [c for c in (*CELL, *SETUP) if c in frame and frame[c].astype(str).nunique(dropna=False) > 1]

@@ -1,0 +1,45 @@
+"""Altair charts of benchlab results: a tidy frame in, a chart out.
+
+Every function takes the tidy runs frame (one row per run, the columns of
+:data:`benchlab.schema.COLUMNS`, latencies in seconds, sizes in bytes) or, for the resource timeline, the
+samples frame, and returns an Altair chart. None of them saves or displays anything: a notebook shows
+the chart by leaving it as a cell's last value, :mod:`benchlab.render` draws it in HTML.
+
+Conventions shared by all charts:
+
+- failed runs (``status != "ok"``) are left out; a frame with no finished run raises
+  :class:`~benchlab.errors.ResultsError`;
+- latencies are drawn in milliseconds, memory in MiB, CPU in percent of one core (100 % = one busy core);
+- a missing value (an imported wrk text has no p99.9) is dropped, never drawn as zero;
+- one repeat is fine: a cell with a single run has no confidence interval, so no error bar;
+- the title names the unit and the subtitle says what was measured and on what (:func:`describe`).
+
+The 95 % confidence intervals come from :func:`benchlab.stats.mean_ci` (t below 10 repeats, bootstrap
+from 10), so a chart and the summary table agree.
+
+Example
+-------
+>>> import benchlab, benchlab.charts as charts                      # doctest: +SKIP
+>>> runs = benchlab.results.frame(benchlab.results.load_runs("data/results"))  # doctest: +SKIP
+>>> charts.throughput(runs) | charts.latency(runs)                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .frames import NINES_TICKS, describe, machine, nines
+from .load import latency, rate_sweep, sweep, throughput
+from .reference import published
+from .timeline import resources
+
+__all__ = [
+    "throughput",
+    "latency",
+    "sweep",
+    "resources",
+    "published",
+    "rate_sweep",
+    "describe",
+    "machine",
+    "NINES_TICKS",
+    "nines",
+]

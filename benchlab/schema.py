@@ -1,0 +1,83 @@
+"""The vocabulary, written once: result columns, cells, percentiles, error kinds, units and flag names.
+
+Every module that names a column, a percentile, an error kind, a time unit or a flag imports it from
+here, so a new percentile or error kind is added in one place. Values are in seconds and bytes.
+
+>>> ERROR_COLUMNS[0], PERCENTILE_COLUMNS["p999"], SECONDS["ms"]
+('errors_connect', 99.9, 0.001)
+"""
+
+from __future__ import annotations
+
+#: The kinds of failed request every driver counts, each in its own ``errors_<kind>`` column.
+ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
+
+#: The error columns, in the order of :data:`ERROR_KINDS`.
+ERROR_COLUMNS = tuple(f"errors_{kind}" for kind in ERROR_KINDS)
+
+#: Percentile columns and the percentile each stands for (charts use the 'nines' scale).
+PERCENTILE_COLUMNS = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
+
+#: The latency columns: lowest, mean, spread, highest, then the percentiles; lower is better for all.
+LATENCY_COLUMNS = ("lat_min", "lat_mean", "lat_stdev", "lat_max", *PERCENTILE_COLUMNS)
+
+#: The metric fields every driver's parser fills (None where a tool cannot tell). Seconds and bytes.
+METRICS = (
+    "requests", "bytes", "elapsed_s", "rps", "bytes_per_request",
+    *LATENCY_COLUMNS,
+    *ERROR_COLUMNS,
+    "target_rps", "note",
+)
+
+#: Measured around the load: the monitor's summary and the server's start.
+RESOURCES = (
+    "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
+    "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
+    "startup_ms", "warmup_s", "warm",
+)
+
+#: What a run was asked to do; with ``repeat`` they name its cell and identity.
+PARAMS = (
+    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
+    "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
+    "jvm_opts", "java", "cds", "repeat",
+)
+
+#: The tidy frame: one row per run, these columns, in this order.
+COLUMNS = (
+    "id", "suite", "label", "status", "error", "started_at", "finished_at",
+    *PARAMS, "server_impl", "server_version", "java_version", "errors_total",
+    *METRICS, *RESOURCES,
+)
+
+#: The columns that, with the server, name a cell of a comparison (the runs a statistic pools).
+CELL = ("scenario", "load", "driver", "connections", "rate", "users", "loops")
+
+#: Seconds per time unit, as the load tools and the duration strings write them.
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+#: Bytes per size unit, as wrk writes a transfer ("1.50MB" is 1.5 MiB).
+BYTES = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
+
+#: Every noise and validity flag a run or a cell can carry, and the one line a notebook reader gets for it.
+FLAGS = {
+    "high_cv": "throughput varies by more than 5% between repeats (CV {cv:.1%}): more repeats or a quieter "
+               "machine are needed before a small difference means anything",
+    "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
+                     "stable, so no single run's p99 can be quoted",
+    "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
+    "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
+                       "the run measured the load tool, not the server; give it more threads and cores",
+    "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
+                   "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
+    "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
+                   "40 ms delayed-ACK signature (Nagle on one side), not server work",
+    "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
+                      "server could not keep the rate, so latencies are not those of the target load",
+    "shared_cores": "the server and the load generator shared cores: each slowed the other",
+    "failed": "the run failed: {error}",
+    "driver_note": "the load tool says: {note}",
+    "not_warm": "the warm-up reached its limit of {limit:.0f} s without throughput settling: the measurement may "
+                "still include JIT compilation; warm longer (a fixed warmup) or find what keeps it moving",
+    "all_failed": "every repeat of this cell failed; the other cells went on",
+}

@@ -1,0 +1,181 @@
+"""The shape of the code: no import cycle, small modules that say their one job, the vocabulary written once.
+
+These read the source with ``ast``; nothing is imported, so they are fast and need no tool.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from benchlab import schema
+
+PACKAGE = Path(__file__).resolve().parent.parent / "benchlab"
+MAX_LINES = 350
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(name: str) -> set[str]:
+    """The benchlab modules ``name`` imports, at any level (function-level imports included)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # "from . import images" imports the module benchlab.x.images, not the package benchlab.x
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES else module
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:  # "import benchlab.drivers.wrk.x" -> the module it names
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path that returns to its start) per strongly connected group of modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    found = []
+    for group in groups:
+        start, members = min(group), set(group)
+        path, seen = [start], {start}
+        while True:  # walk inside the group until a module repeats: that closes a cycle
+            nxt = min(n for n in graph[path[-1]] if n in members)
+            if nxt in seen:
+                found.append(path[path.index(nxt):] + [nxt])
+                break
+            path.append(nxt)
+            seen.add(nxt)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = {name: imports(name) for name in MODULES}
+    assert "benchlab.backends.docker.images" in graph["benchlab.backends.docker.backend"]  # the scan sees imports
+    found = cycles(graph)
+    assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
+
+
+def test_a_cycle_is_named():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_each_module_is_small_and_says_its_one_job(name):
+    path = MODULES[name]
+    source = path.read_text()
+    lines = len(source.splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE.parent)} has {lines} lines: split it by job (at most {MAX_LINES})"
+    if path.name == "__main__.py":
+        return
+    docstring = ast.get_docstring(ast.parse(source))
+    assert docstring, f"{name} has no docstring: its first line should say its one job"
+    first = docstring.splitlines()[0].strip()
+    assert len(first.split()) >= 4, f"{name}'s docstring opens with {first!r}: say the module's one job there"
+
+
+#: The vocabulary lists that exist once, in benchlab/schema.py.
+VOCABULARY = {
+    "error kinds": schema.ERROR_KINDS,
+    "error columns": schema.ERROR_COLUMNS,
+    "percentile columns": tuple(schema.PERCENTILE_COLUMNS),
+    "percentiles": tuple(schema.PERCENTILE_COLUMNS.values()),
+    "cell": schema.CELL,
+    "cell without driver": tuple(c for c in schema.CELL if c != "driver"),
+    "server and cell": ("server", *schema.CELL),
+    "latency columns": schema.LATENCY_COLUMNS,
+    "flags": tuple(schema.FLAGS),
+    "time units": tuple(schema.SECONDS),
+}
+
+
+def literal(node: ast.AST):
+    """The value of a tuple, list, set or dict literal of constants (its keys for a dict), else None."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = node.elts
+    elif isinstance(node, ast.Dict):
+        items = node.keys
+    else:
+        return None
+    if not items or not all(isinstance(i, ast.Constant) for i in items):
+        return None
+    values = tuple(i.value for i in items)
+    return tuple(float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values)
+
+
+def test_the_vocabulary_is_written_once():
+    wanted = {tuple(float(v) if isinstance(v, int) else v for v in values): what
+              for what, values in VOCABULARY.items()}
+    copies = []
+    for name, path in MODULES.items():
+        if name == "benchlab.schema":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = literal(node)
+            if value is None:
+                continue
+            for size in range(len(value), 2, -1):  # a copy may sit inside a longer literal
+                for start in range(len(value) - size + 1):
+                    what = wanted.get(value[start:start + size])
+                    if what:
+                        copies.append(f"{name}:{node.lineno} repeats schema's {what}")
+    assert not copies, "import these from benchlab.schema instead: " + "; ".join(copies)
+
+
+def test_the_vocabulary_scan_finds_a_copy():
+    tree = ast.parse('KINDS = ("connect", "read", "write", "status", "timeout")')
+    assert literal(tree.body[0].value) == schema.ERROR_KINDS
+
+
+def test_the_flags_explained_are_schemas():
+    from benchlab import flags
+
+    assert flags.FLAGS is schema.FLAGS
