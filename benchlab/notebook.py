@@ -16,6 +16,7 @@ import os
 import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import BenchlabError, ResultsError, UsageError
@@ -186,7 +187,14 @@ def parameters(namespace: Mapping[str, Any], schema: Mapping[str, tuple[type, ..
 def _checked(namespace: Mapping[str, Any], name: str, kinds: tuple[type, ...]) -> Any:
     if name not in namespace:
         raise _fail(ParameterError(f"parameter {name!r} is missing: keep the notebook's parameters cell"))
-    value = namespace[name]
+    try:
+        return _fitted(namespace[name], name, kinds)
+    except ParameterError as exc:
+        raise _fail(exc) from None
+
+
+def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
+    """``value`` as the parameter ``name`` takes it ("a,b" is a list where a list is wanted), or ParameterError."""
     if isinstance(value, str) and list in kinds and str not in kinds:
         value = [_scalar(part) for part in value.split(",") if part.strip()]
     if type(value) is int and float in kinds and int not in kinds:
@@ -195,25 +203,42 @@ def _checked(namespace: Mapping[str, Any], name: str, kinds: tuple[type, ...]) -
         value is not None and isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds))
     if not fits:
         wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
-        raise _fail(ParameterError(f"parameter {name!r} must be {wanted}, not {_kind(value)} {value!r}"))
+        raise ParameterError(f"parameter {name!r} must be {wanted}, not {_kind(value)} {value!r}")
     return value
+
+
+def check_given(notebook: str | os.PathLike, given: Mapping[str, Any]) -> None:
+    """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
+    starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it."""
+    import json
+
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    source = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if source is None:
+        raise ParameterError(f"{notebook} has no cell tagged 'parameters': tag one in JupyterLab (the cell's tags)")
+    schema = declared(source)
+    unknown = sorted(name for name in given if name not in schema)
+    if unknown:
+        raise ParameterError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+                             f"{Path(notebook).name} takes {', '.join(schema)}")
+    for name, value in given.items():
+        _fitted(value, name, schema[name])
+    if given.get("run") is False and "results_dir" in schema:
+        require_results(given.get("results_dir"))
 
 
 def require_results(results_dir: str | os.PathLike | None) -> list:
     """The stored runs under ``results_dir``, for a notebook re-rendered with ``run=False``.
 
-    Raises :class:`~benchlab.errors.ResultsError` (printed first) when the directory is not given,
-    does not exist or holds no run.
+    Raises :class:`~benchlab.errors.ResultsError` when the directory is not given, does not exist or holds
+    no run.
     """
     from .results import load_runs
 
     if not results_dir:
-        raise _fail(ResultsError("run=False re-renders stored results: set results_dir to a directory of runs, "
-                                 "e.g. -p results_dir data/results/compare-..."))
-    try:
-        return load_runs(results_dir)
-    except ResultsError as exc:
-        raise _fail(exc) from None
+        raise ResultsError("run=False re-renders stored results: set results_dir to a directory of runs, "
+                           "e.g. -p results_dir data/results/compare-...")
+    return load_runs(results_dir)
 
 
 def setup(namespace: Mapping[str, Any]) -> dict:
@@ -223,7 +248,10 @@ def setup(namespace: Mapping[str, Any]) -> dict:
     """
     checked = parameters(namespace)
     if not checked.get("run", True):
-        require_results(checked.get("results_dir"))
+        try:
+            require_results(checked.get("results_dir"))
+        except ResultsError as exc:
+            raise _fail(exc) from None
     enable_charts()
     import pandas as pd
 

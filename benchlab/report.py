@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from . import home
 from .errors import BenchlabError, UsageError
-from .notebook import VEGALITE_MIMETYPE, ParameterError  # noqa: F401 - re-exported for report's callers
+from .notebook import VEGALITE_MIMETYPE, ParameterError, check_given  # noqa: F401 - re-exported for report's callers
 from .render import to_html
 
 __all__ = [
@@ -123,9 +123,10 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
     source = Path(notebook)
     if not source.is_file():
         raise UsageError(f"no notebook at {source}: give the path of an .ipynb, e.g. notebooks/compare.ipynb")
+    params = dict(parameters or {})
+    check_given(source, params)  # before any kernel starts or any file is written
     ipynb = _outputs(source, output)
     ipynb.parent.mkdir(parents=True, exist_ok=True)
-    params = dict(parameters or {})
     started = time.monotonic()
     # The kernel must import this benchlab, installed or not: put its folder first on the kernel's path.
     package_root = str(Path(__file__).resolve().parent.parent)
@@ -212,6 +213,11 @@ def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = 
     >>> done = batch("data/batch-example.yaml")     # doctest: +SKIP
     """
     entries = read_batch(entries) if isinstance(entries, (str, os.PathLike)) else [dict(e) for e in entries]
+    for number, entry in enumerate(entries, 1):  # every entry's parameters, before the first report starts
+        try:
+            check_given(entry["notebook"], entry.get("parameters") or {})
+        except ParameterError as exc:
+            raise ParameterError(f"report {number} ({entry['notebook']}): {exc}") from None
     outcomes: list[Report | NotebookFailed] = []
     for number, entry in enumerate(entries, 1):
         echo(f"[{number}/{len(entries)}] {entry['notebook']} {_format_parameters(entry.get('parameters') or {})}")
