@@ -1,4 +1,8 @@
-"""The benchlab command. A BenchlabError prints as one line (no traceback) and exits 2."""
+"""The benchlab command: every subcommand and flag, parsed here and nowhere else.
+
+The flags of run and compare are generated from :data:`benchlab.spec.OPTIONS`. A BenchlabError prints as
+one line without a traceback; the exit code says what happened (:data:`EXIT_OK` and the others below).
+"""
 
 from __future__ import annotations
 
@@ -6,58 +10,6 @@ import argparse
 import sys
 
 from .errors import BenchlabError
-
-
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
-
-
-def _mib(value) -> str:
-    return "-" if value is None else f"{value / 2**20:.0f} MiB"
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{value:.0f}%"
-
-
-def _warmup(asked, metrics) -> str:
-    took = metrics.get("warmup_s")
-    if asked != "auto":
-        return f"{asked:g}s"
-    return f"auto ({took:.0f} s{', not steady' if metrics.get('warm') is False else ''})" if took else "auto"
-
-
-def format_run(run) -> str:
-    """A readable summary of one run: rps, percentiles, errors, CPU and RSS, startup."""
-    p, m = run.params, run.metrics
-    server = run.metadata.get("server", {})
-    version = f"{server.get('server') or ''} {server.get('server_version') or ''}".strip()
-    lines = [
-        f"{p['server']} ({version or 'version unknown'}) / {p['scenario']} / {p['driver']} "
-        f"{p['load']}: c={p['connections']} t={p['threads']}"
-        + (f" rate={p['rate']:.0f}/s" if p.get("rate") else "")
-        + (f" users={p['users']} loops={p['loops']}" if p.get("users") else "")
-        + f" duration={p['duration']:g}s warmup={_warmup(p['warmup'], m)} backend={p['backend']}",
-        f"  requests/s  {m['rps']:,.1f}   ({m['requests']:,} requests in {m['elapsed_s']:.2f} s"
-        + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
-    ]
-    if m.get("target_rps"):
-        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {m['rps'] / m['target_rps']:.1%})")
-    lines.append("  latency     " + "  ".join(
-        f"{name} {_ms(m.get(key))}" for name, key in
-        (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
-    from .schema import ERROR_KINDS
-
-    errors = {k: m.get(f"errors_{k}") for k in ERROR_KINDS}
-    lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
-    lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
-                 f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else
-                 f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max")
-    cores = p.get("load_cores") or 1
-    lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
-                 f"{','.join(map(str, p['load_cpus']))}")
-    lines.append(f"  stored      {run.id}")
-    return "\n".join(lines)
 
 
 def _csv(text: str) -> list[str]:
@@ -131,52 +83,16 @@ def cmd_build(args) -> int:
 def cmd_run(args) -> int:
     from .api import run
 
+    from .terminal import format_run
+
     print(format_run(run(**_given(args, "run"))))
     return 0
 
 
-def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
-    """The summary, the verdicts and the flags of a suite, for a terminal."""
-    import pandas as pd
-
-    from .cells import varying
-
-    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
-        summary = suite.summary(metrics)
-        keep = varying(summary)
-        shown = summary[[*keep, "server", "metric", "n", "mean", "ci_low", "ci_high", "cv", "ratio", "flags"]].copy()
-        latency = shown["metric"] != "rps"
-        for column in ("mean", "ci_low", "ci_high"):
-            shown[column] = shown[column].astype(float)
-            shown.loc[latency, column] *= 1000.0
-        shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
-        print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
-        reached = getattr(suite, "precision", None)
-        if reached:
-            print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
-                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
-        print()
-        print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
-        print()
-        print("per-run requests/s:")
-        print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
-        print()
-        for verdict in suite.verdicts("rps")["verdict"]:
-            print("  " + verdict)
-        for verdict in suite.verdicts("p99")["verdict"]:
-            print("  " + verdict)
-        flags = suite.flags()
-        if len(flags):
-            print()
-            print("flags:")
-            for _, flag in flags.iterrows():
-                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
-                print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
-
-
 def cmd_compare(args) -> int:
     from .api import compare
+
+    from .terminal import print_suite
 
     suite = compare(**_given(args, "compare"))
     print_suite(suite)
@@ -189,9 +105,65 @@ def cmd_compare(args) -> int:
 
 def cmd_show(args) -> int:
     from .results import load
+    from .terminal import print_suite
 
     print_suite(load(*args.paths, baseline=args.baseline))
     return 0
+
+
+def _print_image(image) -> None:
+    state = f"built in {image.seconds:.1f} s" if image.built else "up to date"
+    print(f"  {image.tag:40} {image.size / 1e6:6.1f} MB  {state}")
+
+
+def cmd_image(args) -> int:
+    from .backends.docker import images
+    from .backends.docker.engine import connect
+
+    client = connect(args.docker_host)
+    if args.action in ("base", "all"):
+        _print_image(images.build_base(client, force=args.force))
+    if args.action in ("servers", "all"):
+        for image in images.build_servers(client, base_image=args.base_image, force=args.force).values():
+            _print_image(image)
+    if args.action in ("wrk", "all"):
+        _print_image(images.build_wrk(client, force=args.force))
+    return 0
+
+
+def _value(text: str):
+    """A -p value as YAML: 64 -> int, 1.5 -> float, true -> bool, null -> None, [a, b] -> list, 2s -> str."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def cmd_report(args) -> int:
+    from .report import execute
+
+    params = {key: _value(value) for key, value in args.parameters}
+    done = execute(args.notebook, params, output=args.output, timeout=args.timeout, log_output=args.log_output)
+    print(f"wrote {done.ipynb}\nwrote {done.html}\n({done.seconds:.0f} s)")
+    return 0
+
+
+def cmd_batch(args) -> int:
+    from .report import NotebookFailed, batch
+
+    outcomes = batch(args.batch, keep_going=not args.stop_on_failure)
+    failed = [o for o in outcomes if isinstance(o, NotebookFailed)]
+    print(f"{len(outcomes) - len(failed)} report(s) written, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def cmd_doctor(args) -> int:
+    """Print the table of load tools and runtimes; exit 1 when a driver is missing."""
+    from .doctor import doctor_exit
+
+    return doctor_exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,9 +179,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_options(p, "run")
     p.set_defaults(func=cmd_run)
 
-    from .backends.docker.images import image_command
+    from .backends.docker.images import REGISTRY_BASE
 
-    image_command(sub)
+    p = sub.add_parser("image", help="build the docker images (offline base, servers, wrk); skipped when unchanged")
+    p.add_argument("action", choices=["base", "servers", "wrk", "all"])
+    p.add_argument("--docker-host", default=None, help="the engine to build on (default: DOCKER_HOST)")
+    p.add_argument("--base-image", default=None,
+                   help=f"servers: the base image, e.g. {REGISTRY_BASE} (default: the offline base)")
+    p.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
+    p.set_defaults(func=cmd_image)
+
     p = sub.add_parser("compare", help="compare servers: repeated, interleaved runs and statistics")
     _add_options(p, "compare")
     p.set_defaults(func=cmd_compare)
@@ -219,21 +198,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default=None)
     p.set_defaults(func=cmd_show)
 
-    from .doctor import cmd_doctor
-
     p = sub.add_parser("doctor", help="list the load tools and runtimes: installed, version, how to install")
     p.set_defaults(func=cmd_doctor)
 
-    from .report import add_commands as report_commands  # benchlab report, benchlab batch
+    p = sub.add_parser("report", help="execute a notebook with parameters; write the .ipynb and a standalone .html")
+    p.add_argument("notebook", help="e.g. notebooks/compare.ipynb")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], dest="parameters",
+                   metavar=("KEY", "VALUE"), help="a parameter (repeatable); VALUE is YAML: 64, 2s, true, [a, b]")
+    p.add_argument("-o", "--output", default=None,
+                   help="the executed notebook (.ipynb) or a folder for it (default data/reports/)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds any one cell may take (default no limit)")
+    p.add_argument("--log-output", action="store_true", help="echo the notebook's output while it runs")
+    p.set_defaults(func=cmd_report)
 
-    report_commands(sub)
-    for extend in _EXTENSIONS:
-        extend(sub)
+    p = sub.add_parser("batch", help="execute the reports of a YAML batch file in order")
+    p.add_argument("batch", help="a YAML batch file, e.g. data/batch-example.yaml")
+    p.add_argument("--stop-on-failure", action="store_true", help="stop at the first failed report")
+    p.set_defaults(func=cmd_batch)
     return parser
-
-
-#: Other modules add their subcommands here (compare, show, report, batch, image, doctor).
-_EXTENSIONS: list = []
 
 
 class Parser(argparse.ArgumentParser):

@@ -96,3 +96,13 @@ def test_options_once_refused_deep_down_now_work_from_compare(tmp_path):
 def test_docker_options_need_the_docker_backend():
     with pytest.raises(UsageError, match="load_in_container applies to backend='docker'"):
         spec.prepare("spring-jetty", load_in_container=True)
+
+
+def test_only_the_command_line_parses_arguments():
+    """Every subcommand is in cli.py; no other module of the package builds a parser."""
+    users = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "benchlab").rglob("*.py")
+                   if "argparse" in path.read_text() and path.name != "cli.py")
+    assert users == []
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices) == {"build", "run", "image", "compare", "show", "doctor", "report", "batch"}

@@ -314,33 +314,3 @@ def build_wrk(client, *, force: bool = False) -> Image:
 
 
 # --- the command line: benchlab image base|servers|wrk ------------------------------------------------------
-
-def _print(image: Image) -> None:
-    state = f"built in {image.seconds:.1f} s" if image.built else "up to date"
-    print(f"  {image.tag:40} {image.size / 1e6:6.1f} MB  {state}")
-
-
-def cmd_image(args) -> int:
-    from .engine import connect
-
-    client = connect(args.docker_host)
-    if args.action in ("base", "all"):
-        _print(build_base(client, force=args.force))
-    if args.action in ("servers", "all"):
-        for image in build_servers(client, base_image=args.base_image, force=args.force).values():
-            _print(image)
-    if args.action in ("wrk", "all"):
-        _print(build_wrk(client, force=args.force))
-    return 0
-
-
-def image_command(sub) -> None:
-    """Add ``benchlab image base|servers|wrk|all`` to the command line's subparsers."""
-    p = sub.add_parser("image", help="build the docker images (offline base, servers, wrk); skipped when unchanged")
-    p.add_argument("action", choices=["base", "servers", "wrk", "all"])
-    p.add_argument("--docker-host", default=None, help="the engine to build on (default: DOCKER_HOST)")
-    p.add_argument("--base-image", default=None,
-                   help=f"servers: the base image, e.g. {REGISTRY_BASE} (default: the offline base)")
-    p.add_argument("--force", action="store_true", help="rebuild even when the inputs did not change")
-    p.set_defaults(func=cmd_image)
-

@@ -1,0 +1,94 @@
+"""What the command line prints: one run, and a suite's summary, per-run table, verdicts and flags."""
+
+from __future__ import annotations
+
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
+
+
+def _mib(value) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _warmup(asked, metrics) -> str:
+    took = metrics.get("warmup_s")
+    if asked != "auto":
+        return f"{asked:g}s"
+    return f"auto ({took:.0f} s{', not steady' if metrics.get('warm') is False else ''})" if took else "auto"
+
+
+def format_run(run) -> str:
+    """A readable summary of one run: rps, percentiles, errors, CPU and RSS, startup."""
+    p, m = run.params, run.metrics
+    server = run.metadata.get("server", {})
+    version = f"{server.get('server') or ''} {server.get('server_version') or ''}".strip()
+    lines = [
+        f"{p['server']} ({version or 'version unknown'}) / {p['scenario']} / {p['driver']} "
+        f"{p['load']}: c={p['connections']} t={p['threads']}"
+        + (f" rate={p['rate']:.0f}/s" if p.get("rate") else "")
+        + (f" users={p['users']} loops={p['loops']}" if p.get("users") else "")
+        + f" duration={p['duration']:g}s warmup={_warmup(p['warmup'], m)} backend={p['backend']}",
+        f"  requests/s  {m['rps']:,.1f}   ({m['requests']:,} requests in {m['elapsed_s']:.2f} s"
+        + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
+    ]
+    if m.get("target_rps"):
+        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {m['rps'] / m['target_rps']:.1%})")
+    lines.append("  latency     " + "  ".join(
+        f"{name} {_ms(m.get(key))}" for name, key in
+        (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
+    from .schema import ERROR_KINDS
+
+    errors = {k: m.get(f"errors_{k}") for k in ERROR_KINDS}
+    lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
+    lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
+                 f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else
+                 f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max")
+    cores = p.get("load_cores") or 1
+    lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
+                 f"{','.join(map(str, p['load_cpus']))}")
+    lines.append(f"  stored      {run.id}")
+    return "\n".join(lines)
+
+
+def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
+    """The summary, the verdicts and the flags of a suite, for a terminal."""
+    import pandas as pd
+
+    from .cells import varying
+
+    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
+        summary = suite.summary(metrics)
+        keep = varying(summary)
+        shown = summary[[*keep, "server", "metric", "n", "mean", "ci_low", "ci_high", "cv", "ratio", "flags"]].copy()
+        latency = shown["metric"] != "rps"
+        for column in ("mean", "ci_low", "ci_high"):
+            shown[column] = shown[column].astype(float)
+            shown.loc[latency, column] *= 1000.0
+        shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
+        print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        reached = getattr(suite, "precision", None)
+        if reached:
+            print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
+                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
+        print()
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
+        print()
+        print("per-run requests/s:")
+        print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
+        print()
+        for verdict in suite.verdicts("rps")["verdict"]:
+            print("  " + verdict)
+        for verdict in suite.verdicts("p99")["verdict"]:
+            print("  " + verdict)
+        flags = suite.flags()
+        if len(flags):
+            print()
+            print("flags:")
+            for _, flag in flags.iterrows():
+                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
+                print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
