@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .version import __version__  # noqa: E402
 
+from . import errors  # noqa: E402
 from .errors import (BenchlabError, BuildError, LoadError, ResultsError, ServerError, ToolMissing,  # noqa: E402
                      UsageError, VerifyError)
 from .load import Load  # noqa: E402
@@ -17,25 +18,5 @@ from .servers import Scenario, Server  # noqa: E402
 from .api import compare, run  # noqa: E402
 from .importers import import_jtl, import_wrk  # noqa: E402
 
-__all__ = [
-    "run",
-    "compare",
-    "load",
-    "import_wrk",
-    "import_jtl",
-    "build",
-    "Server",
-    "Scenario",
-    "Load",
-    "Run",
-    "Suite",
-    "BenchlabError",
-    "UsageError",
-    "ToolMissing",
-    "BuildError",
-    "ServerError",
-    "VerifyError",
-    "LoadError",
-    "ResultsError",
-    "__version__",
-]
+__all__ = ["run", "compare", "load", "import_wrk", "import_jtl", "build", "Server", "Scenario", "Load", "Run",
+           "Suite", *errors.__all__, "__version__"]
