@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import backends, jars, servers
+from benchlab import backends, servers
+from benchlab import jars as building
 from benchlab.backends.local import LocalBackend
 
 pytestmark = pytest.mark.integration
@@ -38,12 +39,12 @@ def _copy(jars, tmp_path: Path) -> servers.Server:
 
 def test_the_archive_is_made_once_per_jar_and_jdk_and_reused(jars, tmp_path, no_jvm_left):
     server = _copy(jars, tmp_path)
-    first = jars.prepare_cds(server, "java")
+    first = building.prepare_cds(server, "java")
     archive = Path(first.archive)
     assert archive.parent.parent == tmp_path and archive.stat().st_size > 1_000_000 and first.warning is None
     made = archive.stat().st_mtime_ns
     servers._PREPARED.clear()  # forget this process's memo: the second call must find the archive on disk
-    second = jars.prepare_cds(server, "java")
+    second = building.prepare_cds(server, "java")
     assert second == first and archive.stat().st_mtime_ns == made, "the archive was made again"
     assert len(list(tmp_path.glob("cds-*/app.jsa"))) == 1
 
@@ -59,7 +60,7 @@ def test_a_server_started_from_its_archive_answers_and_loads_its_classes_from_it
     finally:
         instance.stop()
     argv = instance.metadata["argv"]
-    assert jars.launch_mode(argv) == "cds" and any(a.startswith("-XX:SharedArchiveFile=") for a in argv)
+    assert building.launch_mode(argv) == "cds" and any(a.startswith("-XX:SharedArchiveFile=") for a in argv)
     # The JVM may silently ignore an archive that does not match; the class log says it did not.
     assert "dev.benchlab.server.BenchController source: shared objects file" in classes.read_text()
 
@@ -68,9 +69,9 @@ def test_another_jdk_gets_its_own_archive(jars, jdk25, tmp_path, no_jvm_left):
     run = benchlab.run("spring-undertow", "hello", java=jdk25, duration="1s", warmup="0s", connections=4,
                        results_dir=tmp_path)
     argv = run.metadata["backend"]["argv"]
-    assert argv[0] == jdk25 and jars.launch_mode(argv) == "cds"
+    assert argv[0] == jdk25 and building.launch_mode(argv) == "cds"
     ours = next(a.split("=", 1)[1] for a in argv if a.startswith("-XX:SharedArchiveFile="))
-    default = jars.prepare_cds(servers.get("spring-undertow"), "java").archive
+    default = building.prepare_cds(servers.get("spring-undertow"), "java").archive
     assert Path(ours).exists() and Path(default).exists() and Path(ours).parent != Path(default).parent
 
 
@@ -82,7 +83,7 @@ def test_without_an_archive_the_plain_jar_starts_and_a_warning_says_why(tmp_path
     with pytest.warns(RuntimeWarning, match="no CDS archive for spring-broken"):
         argv = server.argv(8080)
     assert argv == ["java", "-jar", str(jar), "--server.port=8080", "--server.address=127.0.0.1"]
-    meta = jars.prepare_cds(server).metadata()  # the memo: no second attempt, no second warning
+    meta = building.prepare_cds(server).metadata()  # the memo: no second attempt, no second warning
     assert meta["launch"] == "jar" and meta["cds_archive"] is None and "extract" in meta["cds_warning"]
     jetty = servers.get("spring-jetty")
     assert jetty.argv(8080, cds=False)[1:3] == ["-jar", jetty.jar]
