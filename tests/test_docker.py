@@ -21,7 +21,9 @@ import pytest
 from docker.errors import NotFound
 
 import benchlab
-from benchlab import api, backends, servers
+from benchlab import backends, servers
+from benchlab.measure import measure, new_run_id
+from benchlab.spec import prepare
 from benchlab.backends import Launch
 from benchlab.backends.docker import DockerBackend, containers, engine, images
 from benchlab.errors import BuildError, ServerError, ToolMissing, UsageError
@@ -103,7 +105,7 @@ def run_watched(spec, directory: Path, client, *, at: str = "verify"):
 
     Returns the run and the inspections, one per container (the load container appears only during load).
     """
-    run_id = api.new_run_id(spec)
+    run_id = new_run_id(spec)
     seen: dict[str, dict] = {}
     done = threading.Event()
 
@@ -124,7 +126,7 @@ def run_watched(spec, directory: Path, client, *, at: str = "verify"):
             watcher.start()
 
     try:
-        record = api.execute(spec, directory / run_id, run_id=run_id, on_phase=phase)
+        record = measure(spec, directory / run_id, run_id=run_id, on_phase=phase)
     finally:
         done.set()
         if watcher.is_alive():
@@ -196,8 +198,8 @@ def test_unknown_backend_option_is_named():
 ])
 def test_each_server_in_a_container(docker_host, client, server_images, tmp_path, server, impl, version,
                                     in_container):
-    spec = api.prepare(server, "hello", backend="docker", server_cpus="0", load_cpus="1", memory="768m",
-                       backend_options={"docker_host": docker_host, "load_in_container": in_container}, **SHORT)
+    spec = prepare(server, "hello", backend="docker", server_cpus="0", load_cpus="1", memory="768m",
+                   docker_host=docker_host, load_in_container=in_container, **SHORT)
     record, containers = run_watched(spec, tmp_path, client, at="measure")
 
     row = record.to_frame().iloc[0]
@@ -295,9 +297,9 @@ def test_run_refuses_an_engine_off_loopback_and_accepts_it_with_allow_remote(jar
 @pytest.mark.integration
 def test_interrupted_run_leaves_no_container(docker_host, client, server_images, tmp_path):
     """A Ctrl-C (a real SIGINT, from a timer) during the measured phase stops and removes the container."""
-    spec = api.prepare("spring-undertow", "hello", backend="docker", connections=32, duration="20s", warmup=0,
-                       backend_options={"docker_host": docker_host})
-    run_id = api.new_run_id(spec)
+    spec = prepare("spring-undertow", "hello", backend="docker", connections=32, duration="20s", warmup=0,
+                   docker_host=docker_host)
+    run_id = new_run_id(spec)
     seen = {}
 
     def phase(name: str) -> None:
@@ -306,7 +308,7 @@ def test_interrupted_run_leaves_no_container(docker_host, client, server_images,
             threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
 
     with pytest.raises(KeyboardInterrupt):
-        api.execute(spec, tmp_path / run_id, run_id=run_id, on_phase=phase)
+        measure(spec, tmp_path / run_id, run_id=run_id, on_phase=phase)
     assert seen["running"] == [f"benchlab-{run_id}"]
     assert not labelled(client, run_id) and not ours(client)
 
@@ -372,8 +374,8 @@ def test_server_on_a_second_engine(docker_host, client, remote_host, jars, tmp_p
     options = {"docker_host": remote_host}
     if load != "local wrk":
         options["load_docker_host"] = docker_host
-    spec = api.prepare("spring-tomcat", "hello", backend="docker", server_cpus="0", load_cpus="1",
-                       backend_options=options, **SHORT)
+    spec = prepare("spring-tomcat", "hello", backend="docker", server_cpus="0", load_cpus="1",
+                   **options, **SHORT)
     record, containers = run_watched(spec, tmp_path, remote, at="measure")
     assert record.metrics["rps"] > 0 and record.metrics["server_samples"] >= 2
     assert [c["Name"] for c in containers] == [f"/benchlab-{record.id}"]  # only the server is on that engine
