@@ -24,7 +24,7 @@ SHORTER = [
     ('repeats=5', 'repeats=2'),
     ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
     ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
-    ('duration="30s", warmup="10s"', 'duration="2s", warmup="1s"'),
+    ('duration="30s", results_dir', 'duration="2s", warmup="1s", results_dir'),
     ('users=100, loops=1000)', 'users=10, loops=50, warmup="1s")'),
     ('users=100, loops=1000, driver="jmeter")', 'users=10, loops=50, warmup="1s", driver="jmeter")'),
     ('users=10, loops=100, driver="jmeter", plan=', 'users=10, loops=100, warmup="1s", driver="jmeter", plan='),
@@ -115,7 +115,7 @@ def test_every_other_block_runs(jars, tmp_path, kind, text, request):
         request.getfixturevalue("docker_engine")  # DOCKER_HOST for the block
     short_batch = tmp_path / "batch.yaml"
     example = (ROOT / "data" / "batch-example.yaml").read_text()
-    short_batch.write_text(example.replace("duration: 10s", "duration: 2s").replace("warmup: 5s", "warmup: 1s")
+    short_batch.write_text(example.replace("duration: 10s", "duration: 2s").replace("warmup: auto", "warmup: 1s")
                            .replace("repeats: 3", "repeats: 1").replace("repeats: 2", "repeats: 1")
                            .replace("data/results/", f"{tmp_path}/results/")
                            .replace("data/reports/", f"{tmp_path}/reports/")
