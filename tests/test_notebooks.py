@@ -13,6 +13,7 @@ tests/test_notebooks.py``.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -22,7 +23,6 @@ import nbformat
 import pytest
 
 from benchlab import report
-from benchlab.report import NotebookFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -176,34 +176,49 @@ def test_explore_notebook_presses_run_and_draws(tmp_path, jars):
 
 @pytest.mark.parametrize("parameters, message", [
     ({"repeat": 3}, "unknown parameter 'repeat': this notebook takes servers"),
-    ({"repeats": "three"}, "parameter 'repeats' must be int, not str 'three'"),
+    ({"cds": "yes"}, "parameter 'cds' must be bool, not str 'yes'"),
     ({"run": False, "results_dir": "EMPTY"}, "no runs under"),
     ({"run": False}, "run=False re-renders stored results: set results_dir"),
 ])
 def test_a_bad_parameter_stops_the_notebook_with_a_clear_first_output(parameters, message, tmp_path, no_jvm_left):
+    """In the kernel, as in JupyterLab with an edited parameters cell: the check cell stops it, first output."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
     if parameters.get("results_dir") == "EMPTY":
         (tmp_path / "empty").mkdir()
         parameters = {**parameters, "results_dir": str(tmp_path / "empty")}
     out = tmp_path / "bad.ipynb"
-    with pytest.raises(NotebookFailed) as failed:
-        report.execute(NOTEBOOKS / "compare.ipynb", parameters, output=out)
-    assert message in str(failed.value) and "# Check the parameters" in str(failed.value)
-    assert str(out) in str(failed.value)
-    assert out.exists() and out.with_suffix(".html").exists()          # kept, with papermill's error banner
+    with pytest.raises(PapermillExecutionError):
+        papermill.execute_notebook(str(NOTEBOOKS / "compare.ipynb"), str(out), parameters=parameters,
+                                   kernel_name="python3", cwd=str(ROOT))
     (first_cell, first), *_ = outputs(out)
     assert first["output_type"] == "stream" and first["text"].startswith("benchlab: error: ")
     assert message in first["text"]
-    assert "An Exception was encountered" in nbformat.read(str(out), as_version=4).cells[0].source
+
+
+@pytest.mark.parametrize("parameters, message", [
+    ({"repeat": 3}, "unknown parameter 'repeat': compare.ipynb takes servers"),
+    ({"cds": "yes"}, "parameter 'cds' must be bool, not str 'yes'"),
+    ({"run": False}, "run=False re-renders stored results: set results_dir"),
+])
+def test_a_report_refuses_bad_parameters_before_any_kernel_starts(parameters, message, tmp_path):
+    from benchlab.errors import UsageError, ResultsError
+
+    out = tmp_path / "bad.ipynb"
+    with pytest.raises((UsageError, ResultsError), match=re.escape(message)):
+        report.execute(NOTEBOOKS / "compare.ipynb", parameters, output=out)
+    assert not out.exists() and not out.with_suffix(".html").exists(), "nothing is written"
 
 
 def test_report_command_exits_non_zero_and_names_the_cell(tmp_path):
     out = tmp_path / "bad.ipynb"
     done = subprocess.run([sys.executable, "-m", "benchlab", "report", str(NOTEBOOKS / "sweep.ipynb"),
-                           "-p", "connections", "16,64", "-p", "knee", "high", "-o", str(out)],
+                           "-p", "connections", "16,64", "-p", "servers", "nosuch-server", "-o", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert done.returncode == 2
+    assert done.returncode == 1
     line = [x for x in done.stderr.splitlines() if x.startswith("benchlab: error:")]
-    assert len(line) == 1 and "parameter 'knee' must be float, not str 'high'" in line[0]
+    assert len(line) == 1 and "unknown server 'nosuch-server'" in line[0]
     assert "[In " in line[0] and "Traceback" not in done.stderr
     assert out.exists() and out.with_suffix(".html").exists()
 
@@ -218,7 +233,7 @@ reports:
   - notebook: {NOTEBOOKS / "compare.ipynb"}
     output: {tmp_path / "first.ipynb"}
   - notebook: {NOTEBOOKS / "compare.ipynb"}
-    parameters: {{repeat: 2}}
+    parameters: {{run: true, servers: [nosuch-server]}}
     output: {tmp_path / "second.ipynb"}
   - notebook: {NOTEBOOKS / "sweep.ipynb"}
     output: {tmp_path / "third.ipynb"}
@@ -227,7 +242,7 @@ reports:
                           timeout=600, cwd=ROOT)
     assert done.returncode == 1, done.stderr
     assert "[1/3]" in done.stdout and "[3/3]" in done.stdout and "2 report(s) written, 1 failed" in done.stdout
-    assert "unknown parameter 'repeat'" in done.stdout
+    assert "unknown server 'nosuch-server'" in done.stdout
     for name in ("first", "second", "third"):
         assert (tmp_path / f"{name}.ipynb").exists() and (tmp_path / f"{name}.html").exists()
     assert errors(tmp_path / "first.ipynb") == [] and errors(tmp_path / "third.ipynb") == []
