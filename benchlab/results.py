@@ -7,6 +7,7 @@ writes results; analysis only reads them.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -21,6 +22,9 @@ from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS,
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
+
+_COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
+_EMPTY_ROW = dict.fromkeys(COLUMNS)
 
 def _frozen(value):
     if isinstance(value, dict):
@@ -64,17 +68,17 @@ class Run:
 
     # -- views -----------------------------------------------------------------------------------
     def row(self) -> dict:
-        params = dict(self.params)
-        for name in ("server_cpus", "load_cpus"):
-            if isinstance(params.get(name), (list, tuple)):
-                from .cores import format_cpus
+        from .cores import format_cpus
 
-                params[name] = format_cpus(params[name])
-        if isinstance(params.get("jvm_opts"), (list, tuple)):
-            params["jvm_opts"] = " ".join(params["jvm_opts"])
-        row = {c: None for c in COLUMNS}
-        row.update({k: v for k, v in params.items() if k in COLUMNS})
-        row.update({k: v for k, v in self.metrics.items() if k in COLUMNS})
+        row = _EMPTY_ROW.copy()
+        row.update({k: v for k, v in self.params.items() if k in _COLUMN_SET})
+        for name in ("server_cpus", "load_cpus"):
+            if isinstance(row[name], (list, tuple)):
+                row[name] = format_cpus(row[name])
+        if isinstance(row["jvm_opts"], (list, tuple)):
+            row["jvm_opts"] = " ".join(row["jvm_opts"])
+        metrics = self.metrics
+        row.update({k: v for k, v in metrics.items() if k in _COLUMN_SET})
         server = self.metadata.get("server", {})
         row.update(
             id=self.id, suite=self.suite, label=self.label, status=self.status, error=self.error,
@@ -82,8 +86,8 @@ class Run:
             server_impl=server.get("server"), server_version=server.get("server_version"),
             java_version=server.get("java_version") or self.metadata.get("java", {}).get("version"),
         )
-        errors = [self.metrics.get(column) for column in ERROR_COLUMNS]
-        row["errors_total"] = sum(e for e in errors if e) if self.status == "ok" else None
+        row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status == "ok"
+                               else None)
         return row
 
     def to_frame(self):
@@ -134,7 +138,7 @@ class Run:
         doc = migrate(doc)
         return cls(
             id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
-            samples=tuple(tuple(s) for s in doc.get("samples", ())), status=doc["status"],
+            samples=tuple(map(tuple, doc.get("samples", ()))), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
             files=tuple(doc.get("files", ())),
@@ -206,7 +210,15 @@ def load_runs(*paths: str | Path) -> list[Run]:
             f"no runs under {', '.join(str(p) for p in paths)}: run benchlab.run()/compare() with "
             "results_dir set there, or point at a directory that holds run.json files"
         )
-    runs = [read(f) for f in files]
+    # Reading makes some 100 objects a run and no cycles; left on, the collector walks the growing heap
+    # again and again, which cost as much as parsing the JSON itself at 10,000 runs.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        runs = [read(f) for f in files]
+    finally:
+        if collecting:
+            gc.enable()
     runs.sort(key=lambda r: (r.started_at or "", r.id))
     return runs
 
