@@ -38,9 +38,24 @@ def key(value):
 
 def group(runs: pd.DataFrame):
     """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` (:func:`restore` undoes it)."""
-    keys = [c for c in (*CELL, *SETUP) if c in runs]
-    filled = runs.assign(**{c: runs[c].astype(object).map(key) for c in keys})
+    keys, filled = _filled(runs)
     return keys, filled.groupby(keys, sort=False, dropna=False)
+
+
+def members(runs: pd.DataFrame):
+    """``(keys, [(cell, positions), ...])``: each cell as :func:`group` names and orders it (a tuple of
+    keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell."""
+    keys, filled = _filled(runs)
+    number = filled.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(number, kind="stable")
+    columns = [filled[c].to_numpy(dtype=object) for c in keys]
+    return keys, [(tuple(column[positions[0]] for column in columns), positions)
+                  for positions in np.split(order, np.flatnonzero(np.diff(number[order])) + 1) if len(positions)]
+
+
+def _filled(runs: pd.DataFrame):
+    keys = [c for c in (*CELL, *SETUP) if c in runs]
+    return keys, runs.assign(**{c: runs[c].astype(object).map(key) for c in keys})
 
 
 def restore(value):

@@ -131,27 +131,24 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> import benchlab
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
-    from .flags import flags  # flags reads this module; imported here, there is no cycle
+    from .flags import _flags  # flags reads this module; imported here, there is no cycle
 
     baseline = pick_baseline(runs, baseline)
-    cell_flags = flags(runs)
+    _frame, cell_flags = _flags(runs)  # {(cell, server): the flags of its runs and of the cell}
     rows = []
     keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         base = group[group["server"] == baseline]
         for server, server_runs in group.groupby("server", sort=False):
-            mine = cell_flags[(cell_flags["server"] == server)]
-            for c, v in zip(keys, cell):
-                mine = mine[mine[c].map(cells.key) == v] if c in mine else mine
+            mine = ",".join(sorted(cell_flags.get((cell, server), ())))
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
                 ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
                                     else (math.nan,) * 3)
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
-                           ratio_method=ratio_method(server_runs[metric], base[metric]),
-                           flags=",".join(sorted(set(mine["flag"]))))
+                           ratio_method=ratio_method(server_runs[metric], base[metric]), flags=mine)
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
                                        "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",

@@ -254,3 +254,27 @@ def test_flag_not_warm_only_when_auto_gave_up():
     assert [f for f, _ in flags.run_flags({"warm": False, "warmup_s": 181.0})] == ["not_warm"]
     assert not flags.run_flags({"warm": True, "warmup_s": 40.0})
     assert not flags.run_flags({"warm": None, "warmup_s": 10.0}), "a fixed warm-up is not judged"
+
+
+def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
+    # flags() computes the run flags column by column (10,000 runs took seconds row by row); run_flags(row)
+    # stays the readable rule, and both must agree on every flag, explanation and order.
+    import random
+
+    rng = random.Random(5)
+    choices = {
+        "status": ["ok"] * 6 + ["failed"], "error": [None, "ServerError: boom\nmore", ""],
+        "errors_total": [0, 0, 3, None, -1], "load_cpu_mean": [None, 50.0, 91.0, 97.0, 150.0, 190.0],
+        "threads": [None, 0, 1, 2, 4], "load_cores": [None, 0, 1, 2], "load": ["duration", "count", "rate", None],
+        "rps": [None, 0.0, 25.0, 800.0, 1000.0], "lat_mean": [None, 0.0, 0.005, 0.09, 0.2],
+        "connections": [None, 0, 1, 100], "p50": [None, 0.001, 0.035, 0.040, 0.045, 0.05],
+        "server_cpu_mean": [None, 3.0, 29.9, 30.0, 95.0], "scenario": ["hello", "sleep", "sleep:40", "sleep:5", None],
+        "target_rps": [None, 0.0, 1000.0], "warm": [True, False, None], "warmup_s": [None, 0.0, 181.0],
+        "note": [None, "", "3 sockets timed out"], "server_cpus": ["0", "0-1", "2"], "load_cpus": ["1", "1-3"],
+        "server": ["a", "b"],
+    }
+    rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(600)]
+    runs = frame(rows)
+    assert flags.runs_flags(runs) == [flags.run_flags(row) for _, row in runs.iterrows()]
+    assert {flag for found in flags.runs_flags(runs) for flag, _ in found} == set(flags.FLAGS) - {
+        "high_cv", "tail_unstable", "all_failed"}, "the frame is varied enough to raise every run flag"
