@@ -94,13 +94,14 @@ def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, fl
 
 def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, float]:
     """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
-    ``alpha``, else Welch's t; ``("none", nan)`` below 2 values a side.
+    ``alpha``, from its normal approximation ("Mann-Whitney normal") with 50 or more repeats a side and no
+    tie, else Welch's t; ``("none", nan)`` below 2 values a side.
 
     >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
     ('Mann-Whitney', 0.086)
     """
     a, b = cells.finite(values), cells.finite(baseline)
-    name = intervals.test_used(len(a), len(b), alpha)
+    name = intervals.test_name(a, b, alpha)
     return name, (math.nan if name == "none" else float(intervals.p_value(a, b, alpha)))
 
 
@@ -192,13 +193,13 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             n = min(len(cells.finite(a)), len(cells.finite(b)))
             change = _format_change(metric, ratio, low, high)
             if significant:
-                tail = f"significant ({test} p={p:.3g})"
+                tail = f"significant ({test} {_format_p(p)})"
             elif test == "none":
                 tail = f"not distinguishable at {n} repeat{'s' if n != 1 else ''} (at least 2 each are needed)"
             elif math.isnan(p):
                 tail = f"not distinguishable at {n} repeats (no repeat differed from the others)"
             else:
-                tail = f"not distinguishable at {n} repeats ({test} p={p:.3g})"
+                tail = f"not distinguishable at {n} repeats ({test} {_format_p(p)})"
             better = None
             if significant:
                 better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
@@ -236,6 +237,11 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
         return frame
     run_columns = sorted([c for c in frame if c.startswith("run ")], key=lambda c: int(c.split()[1]))
     return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv"]].set_index([*keys, "server"])
+
+
+def _format_p(p: float) -> str:
+    # The normal approximation of thousands of clearly different repeats gives a p below the smallest float.
+    return "p<1e-300" if p == 0 else f"p={p:.3g}"
 
 
 def _format_ci(low: float, high: float) -> str:

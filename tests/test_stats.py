@@ -278,3 +278,21 @@ def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
     assert flags.runs_flags(runs) == [flags.run_flags(row) for _, row in runs.iterrows()]
     assert {flag for found in flags.runs_flags(runs) for flag, _ in found} == set(flags.FLAGS) - {
         "high_cv", "tail_unstable", "all_failed"}, "the frame is varied enough to raise every run flag"
+
+
+def test_large_cells_without_ties_use_the_normal_approximation():
+    # Thousands of repeats a side: 10,000 random splits cost most of a second a pair. Without ties and with
+    # 50+ repeats a side the normal approximation is as good, and the verdict names it.
+    import numpy as np
+
+    from benchlab import intervals
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(100.2, 1, 3000), rng.normal(100.0, 1, 3000)
+    test, p = stats.test_difference(a, b)
+    assert test == "Mann-Whitney normal"
+    assert p == pytest.approx(float(intervals._mann_whitney_p(a, b)), abs=0.01)  # Monte Carlo error ~0.002
+    assert stats.test_difference(a[:49], b[:49])[0] == "Mann-Whitney", "below 50 a side: the permutation p"
+    assert stats.test_difference(np.round(a, 1), np.round(b, 1))[0] == "Mann-Whitney", "ties: the permutation p"
+    rows = repeats("a", list(rng.normal(200, 2, 1200))) + repeats("b", list(rng.normal(100, 1, 1200)))
+    assert "(Mann-Whitney normal p<1e-300)" in stats.verdicts(frame(rows), baseline="b").iloc[0]["verdict"]
