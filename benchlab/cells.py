@@ -55,7 +55,19 @@ def members(runs: pd.DataFrame):
 
 def _filled(runs: pd.DataFrame):
     keys = [c for c in (*CELL, *SETUP) if c in runs]
-    return keys, runs.assign(**{c: runs[c].astype(object).map(key) for c in keys})
+    return keys, runs.assign(**{c: _keys(runs[c]) for c in keys})
+
+
+def _keys(column: pd.Series) -> pd.Series:
+    """``column.astype(object).map(key)``, without a Python call per run where the dtype answers: numbers
+    with no missing value are their own keys, and text only needs its missing values filled."""
+    if len(column) == 0:  # map() makes an empty column object, whatever it was
+        return column.astype(object)
+    if column.dtype != object and pd.api.types.is_string_dtype(column.dtype):
+        return column.fillna("-")
+    if column.dtype in (np.int64, np.float64, np.bool_) and not column.isna().any():
+        return column
+    return column.astype(object).map(key)
 
 
 def restore(value):

@@ -296,3 +296,19 @@ def test_large_cells_without_ties_use_the_normal_approximation():
     assert stats.test_difference(np.round(a, 1), np.round(b, 1))[0] == "Mann-Whitney", "ties: the permutation p"
     rows = repeats("a", list(rng.normal(200, 2, 1200))) + repeats("b", list(rng.normal(100, 1, 1200)))
     assert "(Mann-Whitney normal p<1e-300)" in stats.verdicts(frame(rows), baseline="b").iloc[0]["verdict"]
+
+
+def test_cell_keys_by_dtype_equal_key_value_by_value():
+    import numpy as np
+
+    from benchlab import cells
+
+    runs = frame([dict(server="a", connections=c, rate=r, users=u, cds=d, label=l, scenario=s)
+                  for c, r, u, d, l, s in [(10, None, 1, True, None, "hello"), (100, 5.5, 2, False, "x", None),
+                                           (None, 5.5, 2, True, "x", "sleep")]])
+    odd = pd.DataFrame({"scenario": [["a", "b"], "x"], "connections": np.array([1, 2], dtype="uint8"),
+                        "rate": pd.Series([1, 2], dtype="Int64"), "users": [1.5, 2.0], "cds": [True, False]})
+    for runs in (runs, runs.iloc[:1], runs.iloc[:0], odd):
+        keys, filled = cells._filled(runs)
+        pd.testing.assert_frame_equal(filled, runs.assign(**{c: runs[c].astype(object).map(cells.key) for c in keys}),
+                                      check_exact=True)
