@@ -187,10 +187,10 @@ def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
 
 def flags(runs: pd.DataFrame) -> pd.DataFrame:
     """Every noise and validity flag, on each run (level "run") and each cell (level "cell")."""
-    return _flags(runs)[0]
+    return flags_by_cell(runs)[0]
 
 
-def _flags(runs: pd.DataFrame):
+def flags_by_cell(runs: pd.DataFrame):
     """(the flags frame, {(cell, server): set of flag names}): the set is what the frame holds for the
     runs and the cell, which :func:`benchlab.stats.summary` shows, found without searching the frame."""
     keys, members = cells.members(runs)

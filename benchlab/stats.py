@@ -132,10 +132,10 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> import benchlab
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
-    from .flags import _flags  # flags reads this module; imported here, there is no cycle
+    from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
 
     baseline = pick_baseline(runs, baseline)
-    _frame, cell_flags = _flags(runs)  # {(cell, server): the flags of its runs and of the cell}
+    _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
     rows = []
     keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
