@@ -38,9 +38,36 @@ def key(value):
 
 def group(runs: pd.DataFrame):
     """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` (:func:`restore` undoes it)."""
-    keys = [c for c in (*CELL, *SETUP) if c in runs]
-    filled = runs.assign(**{c: runs[c].astype(object).map(key) for c in keys})
+    keys, filled = _filled(runs)
     return keys, filled.groupby(keys, sort=False, dropna=False)
+
+
+def members(runs: pd.DataFrame):
+    """``(keys, [(cell, positions), ...])``: each cell as :func:`group` names and orders it (a tuple of
+    keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell."""
+    keys, filled = _filled(runs)
+    number = filled.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(number, kind="stable")
+    columns = [filled[c].to_numpy(dtype=object) for c in keys]
+    return keys, [(tuple(column[positions[0]] for column in columns), positions)
+                  for positions in np.split(order, np.flatnonzero(np.diff(number[order])) + 1) if len(positions)]
+
+
+def _filled(runs: pd.DataFrame):
+    keys = [c for c in (*CELL, *SETUP) if c in runs]
+    return keys, runs.assign(**{c: _keys(runs[c]) for c in keys})
+
+
+def _keys(column: pd.Series) -> pd.Series:
+    """``column.astype(object).map(key)``, without a Python call per run where the dtype answers: numbers
+    with no missing value are their own keys, and text only needs its missing values filled."""
+    if len(column) == 0:  # map() makes an empty column object, whatever it was
+        return column.astype(object)
+    if column.dtype != object and pd.api.types.is_string_dtype(column.dtype):
+        return column.fillna("-")
+    if column.dtype in (np.int64, np.float64, np.bool_) and not column.isna().any():
+        return column
+    return column.astype(object).map(key)
 
 
 def restore(value):

@@ -7,6 +7,8 @@ writes results; analysis only reads them.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import tempfile
@@ -21,6 +23,9 @@ from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS,
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
+
+_COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
+_EMPTY_ROW = dict.fromkeys(COLUMNS)
 
 def _frozen(value):
     if isinstance(value, dict):
@@ -64,17 +69,17 @@ class Run:
 
     # -- views -----------------------------------------------------------------------------------
     def row(self) -> dict:
-        params = dict(self.params)
-        for name in ("server_cpus", "load_cpus"):
-            if isinstance(params.get(name), (list, tuple)):
-                from .cores import format_cpus
+        from .cores import format_cpus
 
-                params[name] = format_cpus(params[name])
-        if isinstance(params.get("jvm_opts"), (list, tuple)):
-            params["jvm_opts"] = " ".join(params["jvm_opts"])
-        row = {c: None for c in COLUMNS}
-        row.update({k: v for k, v in params.items() if k in COLUMNS})
-        row.update({k: v for k, v in self.metrics.items() if k in COLUMNS})
+        row = _EMPTY_ROW.copy()
+        row.update({k: v for k, v in self.params.items() if k in _COLUMN_SET})
+        for name in ("server_cpus", "load_cpus"):
+            if isinstance(row[name], (list, tuple)):
+                row[name] = format_cpus(row[name])
+        if isinstance(row["jvm_opts"], (list, tuple)):
+            row["jvm_opts"] = " ".join(row["jvm_opts"])
+        metrics = self.metrics
+        row.update({k: v for k, v in metrics.items() if k in _COLUMN_SET})
         server = self.metadata.get("server", {})
         row.update(
             id=self.id, suite=self.suite, label=self.label, status=self.status, error=self.error,
@@ -82,8 +87,8 @@ class Run:
             server_impl=server.get("server"), server_version=server.get("server_version"),
             java_version=server.get("java_version") or self.metadata.get("java", {}).get("version"),
         )
-        errors = [self.metrics.get(column) for column in ERROR_COLUMNS]
-        row["errors_total"] = sum(e for e in errors if e) if self.status == "ok" else None
+        row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status == "ok"
+                               else None)
         return row
 
     def to_frame(self):
@@ -134,7 +139,7 @@ class Run:
         doc = migrate(doc)
         return cls(
             id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
-            samples=tuple(tuple(s) for s in doc.get("samples", ())), status=doc["status"],
+            samples=tuple(map(tuple, doc.get("samples", ()))), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
             files=tuple(doc.get("files", ())),
@@ -171,10 +176,23 @@ def save(run: Run, directory: Path) -> Path:
     return path
 
 
-def read(path: Path) -> Run:
-    path = Path(path)
+def _parse(path: Path) -> dict:
+    # orjson, where installed, parses twice as fast; it refuses what json.dumps can write and it cannot
+    # (NaN, integers beyond 64 bits), and then json reads the file as it always did.
     try:
-        doc = json.loads(path.read_text())
+        import orjson
+    except ImportError:
+        return json.loads(path.read_text())
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError:
+        return json.loads(path.read_text())
+
+
+def read(path: Path) -> Run:
+    path = path if isinstance(path, Path) else Path(path)  # find() gives Paths: parsing them again cost 0.1 s
+    try:
+        doc = _parse(path)
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
     return Run.from_json(doc, source=str(path))
@@ -188,10 +206,28 @@ def find(paths: Iterable[str | Path]) -> list[Path]:
         if p.is_file() and p.name == "run.json":
             found.append(p)
         elif p.is_dir():
-            found.extend(sorted(p.rglob("run.json")))
+            # os.walk, not Path.rglob: rglob and sorting Paths took 0.38 s for 10,000 runs, os.walk 0.14 s.
+            # Same files, same order: Path sorts by parts; neither follows a linked directory.
+            names = [os.path.join(top, "run.json") for top, dirs, files in os.walk(p)
+                     if "run.json" in files or "run.json" in dirs]
+            found.extend(Path(name) for name in sorted(names, key=lambda name: name.split(os.sep)))
         else:
             raise ResultsError(f"no results at {p}: give a results directory, such as data/results")
     return found
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause the cyclic garbage collector (as it was, after). Reading makes some 100 objects a run and no
+    cycle; left on, the collector walked the growing heap again and again, which cost as much as parsing
+    the JSON at 10,000 runs. Nothing is lost: reference counting still frees every temporary."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def load_runs(*paths: str | Path) -> list[Run]:
@@ -206,7 +242,8 @@ def load_runs(*paths: str | Path) -> list[Run]:
             f"no runs under {', '.join(str(p) for p in paths)}: run benchlab.run()/compare() with "
             "results_dir set there, or point at a directory that holds run.json files"
         )
-    runs = [read(f) for f in files]
+    with _collector_paused():
+        runs = [read(f) for f in files]
     runs.sort(key=lambda r: (r.started_at or "", r.id))
     return runs
 
@@ -298,4 +335,5 @@ def load(*paths: str | Path, baseline: str | None = None) -> Suite:
     >>> import benchlab
     >>> benchlab.load("data/results").summary()   # doctest: +SKIP
     """
-    return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)
+    with _collector_paused():  # the frame too: 0.3 s less over 10,000 runs than pausing for the reading only
+        return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)

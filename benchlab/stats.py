@@ -11,7 +11,8 @@ for each method and the simulation that checks them are in ``docs/statistics.md`
   (Welch degrees of freedom); otherwise Fieller's interval. ``ratio_method`` says which.
 - A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
   excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
-  seeded Monte Carlo over 10 000 splits beyond 20 000) when the repeats let it reach ``alpha`` at all;
+  seeded Monte Carlo over 10 000 splits beyond 20 000; its normal approximation from 50 repeats a side
+  without ties, named "Mann-Whitney normal") when the repeats let it reach ``alpha`` at all;
   with 3 against 3 its smallest two-sided p is 0.1, so there Welch's t-test is used, and the verdict
   names the test.
 
@@ -94,13 +95,14 @@ def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, fl
 
 def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, float]:
     """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
-    ``alpha``, else Welch's t; ``("none", nan)`` below 2 values a side.
+    ``alpha``, from its normal approximation ("Mann-Whitney normal") with 50 or more repeats a side and no
+    tie, else Welch's t; ``("none", nan)`` below 2 values a side.
 
     >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
     ('Mann-Whitney', 0.086)
     """
     a, b = cells.finite(values), cells.finite(baseline)
-    name = intervals.test_used(len(a), len(b), alpha)
+    name = intervals.test_name(a, b, alpha)
     return name, (math.nan if name == "none" else float(intervals.p_value(a, b, alpha)))
 
 
@@ -131,27 +133,24 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> import benchlab
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
-    from .flags import flags  # flags reads this module; imported here, there is no cycle
+    from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
 
     baseline = pick_baseline(runs, baseline)
-    cell_flags = flags(runs)
+    _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
     rows = []
     keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         base = group[group["server"] == baseline]
         for server, server_runs in group.groupby("server", sort=False):
-            mine = cell_flags[(cell_flags["server"] == server)]
-            for c, v in zip(keys, cell):
-                mine = mine[mine[c].map(cells.key) == v] if c in mine else mine
+            mine = ",".join(sorted(cell_flags.get((cell, server), ())))
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
                 ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
                                     else (math.nan,) * 3)
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
-                           ratio_method=ratio_method(server_runs[metric], base[metric]),
-                           flags=",".join(sorted(set(mine["flag"]))))
+                           ratio_method=ratio_method(server_runs[metric], base[metric]), flags=mine)
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
                                        "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",
@@ -195,13 +194,13 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             n = min(len(cells.finite(a)), len(cells.finite(b)))
             change = _format_change(metric, ratio, low, high)
             if significant:
-                tail = f"significant ({test} p={p:.3g})"
+                tail = f"significant ({test} {_format_p(p)})"
             elif test == "none":
                 tail = f"not distinguishable at {n} repeat{'s' if n != 1 else ''} (at least 2 each are needed)"
             elif math.isnan(p):
                 tail = f"not distinguishable at {n} repeats (no repeat differed from the others)"
             else:
-                tail = f"not distinguishable at {n} repeats ({test} p={p:.3g})"
+                tail = f"not distinguishable at {n} repeats ({test} {_format_p(p)})"
             better = None
             if significant:
                 better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
@@ -239,6 +238,11 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
         return frame
     run_columns = sorted([c for c in frame if c.startswith("run ")], key=lambda c: int(c.split()[1]))
     return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv"]].set_index([*keys, "server"])
+
+
+def _format_p(p: float) -> str:
+    # The normal approximation of thousands of clearly different repeats gives a p below the smallest float.
+    return "p<1e-300" if p == 0 else f"p={p:.3g}"
 
 
 def _format_ci(low: float, high: float) -> str:

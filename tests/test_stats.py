@@ -254,3 +254,61 @@ def test_flag_not_warm_only_when_auto_gave_up():
     assert [f for f, _ in flags.run_flags({"warm": False, "warmup_s": 181.0})] == ["not_warm"]
     assert not flags.run_flags({"warm": True, "warmup_s": 40.0})
     assert not flags.run_flags({"warm": None, "warmup_s": 10.0}), "a fixed warm-up is not judged"
+
+
+def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
+    # flags() computes the run flags column by column (10,000 runs took seconds row by row); run_flags(row)
+    # stays the readable rule, and both must agree on every flag, explanation and order.
+    import random
+
+    rng = random.Random(5)
+    choices = {
+        "status": ["ok"] * 6 + ["failed"], "error": [None, "ServerError: boom\nmore", ""],
+        "errors_total": [0, 0, 3, None, -1], "load_cpu_mean": [None, 50.0, 91.0, 97.0, 150.0, 190.0],
+        "threads": [None, 0, 1, 2, 4], "load_cores": [None, 0, 1, 2], "load": ["duration", "count", "rate", None],
+        "rps": [None, 0.0, 25.0, 800.0, 1000.0], "lat_mean": [None, 0.0, 0.005, 0.09, 0.2],
+        "connections": [None, 0, 1, 100], "p50": [None, 0.001, 0.035, 0.040, 0.045, 0.05],
+        "server_cpu_mean": [None, 3.0, 29.9, 30.0, 95.0], "scenario": ["hello", "sleep", "sleep:40", "sleep:5", None],
+        "target_rps": [None, 0.0, 1000.0], "warm": [True, False, None], "warmup_s": [None, 0.0, 181.0],
+        "note": [None, "", "3 sockets timed out"], "server_cpus": ["0", "0-1", "2"], "load_cpus": ["1", "1-3"],
+        "server": ["a", "b"],
+    }
+    rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(600)]
+    runs = frame(rows)
+    assert flags.runs_flags(runs) == [flags.run_flags(row) for _, row in runs.iterrows()]
+    assert {flag for found in flags.runs_flags(runs) for flag, _ in found} == set(flags.FLAGS) - {
+        "high_cv", "tail_unstable", "all_failed"}, "the frame is varied enough to raise every run flag"
+
+
+def test_large_cells_without_ties_use_the_normal_approximation():
+    # Thousands of repeats a side: 10,000 random splits cost most of a second a pair. Without ties and with
+    # 50+ repeats a side the normal approximation is as good, and the verdict names it.
+    import numpy as np
+
+    from benchlab import intervals
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(100.2, 1, 3000), rng.normal(100.0, 1, 3000)
+    test, p = stats.test_difference(a, b)
+    assert test == "Mann-Whitney normal"
+    assert p == pytest.approx(float(intervals._mann_whitney_p(a, b)), abs=0.01)  # Monte Carlo error ~0.002
+    assert stats.test_difference(a[:49], b[:49])[0] == "Mann-Whitney", "below 50 a side: the permutation p"
+    assert stats.test_difference(np.round(a, 1), np.round(b, 1))[0] == "Mann-Whitney", "ties: the permutation p"
+    rows = repeats("a", list(rng.normal(200, 2, 1200))) + repeats("b", list(rng.normal(100, 1, 1200)))
+    assert "(Mann-Whitney normal p<1e-300)" in stats.verdicts(frame(rows), baseline="b").iloc[0]["verdict"]
+
+
+def test_cell_keys_by_dtype_equal_key_value_by_value():
+    import numpy as np
+
+    from benchlab import cells
+
+    runs = frame([dict(server="a", connections=c, rate=r, users=u, cds=d, label=l, scenario=s)
+                  for c, r, u, d, l, s in [(10, None, 1, True, None, "hello"), (100, 5.5, 2, False, "x", None),
+                                           (None, 5.5, 2, True, "x", "sleep")]])
+    odd = pd.DataFrame({"scenario": [["a", "b"], "x"], "connections": np.array([1, 2], dtype="uint8"),
+                        "rate": pd.Series([1, 2], dtype="Int64"), "users": [1.5, 2.0], "cds": [True, False]})
+    for runs in (runs, runs.iloc[:1], runs.iloc[:0], odd):
+        keys, filled = cells._filled(runs)
+        pd.testing.assert_frame_equal(filled, runs.assign(**{c: runs[c].astype(object).map(cells.key) for c in keys}),
+                                      check_exact=True)

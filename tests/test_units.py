@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -89,6 +90,26 @@ def test_newer_format_is_refused(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(doc))
     with pytest.raises(ResultsError, match="newer benchlab"):
         read(tmp_path / "run.json")
+
+
+def test_runs_are_found_in_path_order_without_following_links(tmp_path):
+    # find() walks with os.walk for speed; it must list what Path.rglob listed, in the same order.
+    from benchlab.results import find
+
+    for name in ("a/b", "a-b", ".hidden", "Z", "a/b/c"):
+        save(_run(name.replace("/", "_")), tmp_path / name)
+    save(_run("top"), tmp_path)
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    assert find([tmp_path]) == sorted(tmp_path.rglob("run.json"))
+    assert [p.parent.name for p in find([tmp_path])][:4] == [".hidden", "Z", "c", "b"]  # by parts: a/b/c first
+
+
+def test_a_value_only_json_can_write_is_read_back(tmp_path):
+    # orjson, where installed, parses run.json; NaN and huge integers are json's, and json reads them.
+    run = _run(p50=float("nan"), requests=2**70)
+    save(run, tmp_path)
+    again = read(tmp_path / "run.json")
+    assert math.isnan(again.metrics["p50"]) and again.metrics["requests"] == 2**70 and again.samples == run.samples
 
 
 def test_empty_results_directory(tmp_path):
