@@ -144,7 +144,7 @@ def ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
             np.where(positive & either, cox[1], np.where(either, fieller[1], np.nan)))
 
 
-def test_used(na: int, nb: int, alpha: float) -> str:
+def which_test(na: int, nb: int, alpha: float) -> str:
     if na < 2 or nb < 2:
         return "none"
     # A rank test's smallest two-sided p is 2 / C(n, k); compared as integers, this never overflows.
@@ -164,7 +164,7 @@ def normal_applies(a: np.ndarray, b: np.ndarray):
 def test_name(a: np.ndarray, b: np.ndarray, alpha: float) -> str:
     """The test :func:`p_value` uses for one cell: "Mann-Whitney normal" (the normal approximation),
     "Mann-Whitney" (a permutation p), "Welch t" or "none"."""
-    name = test_used(a.shape[-1], b.shape[-1], alpha)
+    name = which_test(a.shape[-1], b.shape[-1], alpha)
     return "Mann-Whitney normal" if name == "Mann-Whitney" and normal_applies(a, b) else name
 
 
@@ -172,7 +172,7 @@ test_name.__test__ = False  # a statistics function, not a pytest test
 
 
 def p_value(a: np.ndarray, b: np.ndarray, alpha: float):
-    if test_used(a.shape[-1], b.shape[-1], alpha) != "Mann-Whitney":
+    if which_test(a.shape[-1], b.shape[-1], alpha) != "Mann-Whitney":
         return _welch_p(a, b)
     normal = normal_applies(a, b)
     if not normal.any():

@@ -92,7 +92,7 @@ def calibrate(noise: str, n: int) -> dict:
     rng = np.random.default_rng([SEED, list(NOISES).index(noise), n])
     x = draw(rng, (TRIALS, n), 1.0)
     low, high = intervals.mean_interval(x, ALPHA)
-    row = {"noise": noise, "n": n, "test": intervals.test_used(n, n, ALPHA)}
+    row = {"noise": noise, "n": n, "test": intervals.which_test(n, n, ALPHA)}
     row["mean_cov"], given = covered(low, high, mean(1.0))
     row["no_ci"] = 1 - given / TRIALS
     row["mean_w/t"] = width_vs(low, high, *intervals.t_interval(x, ALPHA))
