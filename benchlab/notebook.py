@@ -207,9 +207,11 @@ def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
     return value
 
 
-def check_given(notebook: str | os.PathLike, given: Mapping[str, Any]) -> None:
+def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored: bool = True) -> None:
     """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
-    starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it."""
+    starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
+    ``stored``, a re-render (``run=False``) must also find its runs (a batch checks that only when the
+    entry's turn comes, since an earlier entry may write them)."""
     import json
 
     cells = json.loads(Path(notebook).read_text())["cells"]
@@ -224,7 +226,10 @@ def check_given(notebook: str | os.PathLike, given: Mapping[str, Any]) -> None:
     for name, value in given.items():
         _fitted(value, name, schema[name])
     if given.get("run") is False and "results_dir" in schema:
-        require_results(given.get("results_dir"))
+        if stored:
+            require_results(given.get("results_dir"))
+        elif not given.get("results_dir"):
+            require_results(None)
 
 
 def require_results(results_dir: str | os.PathLike | None) -> list:

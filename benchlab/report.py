@@ -215,9 +215,9 @@ def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = 
     entries = read_batch(entries) if isinstance(entries, (str, os.PathLike)) else [dict(e) for e in entries]
     for number, entry in enumerate(entries, 1):  # every entry's parameters, before the first report starts
         try:
-            check_given(entry["notebook"], entry.get("parameters") or {})
-        except ParameterError as exc:
-            raise ParameterError(f"report {number} ({entry['notebook']}): {exc}") from None
+            check_given(entry["notebook"], entry.get("parameters") or {}, stored=False)
+        except BenchlabError as exc:
+            raise type(exc)(f"report {number} ({entry['notebook']}): {exc}") from None
     outcomes: list[Report | NotebookFailed] = []
     for number, entry in enumerate(entries, 1):
         echo(f"[{number}/{len(entries)}] {entry['notebook']} {_format_parameters(entry.get('parameters') or {})}")

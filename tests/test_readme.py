@@ -99,6 +99,11 @@ def test_the_first_command_as_written(jars):
     assert len(verdicts) == 4, "the verdict lines, rps and p99 for each server against the baseline"
 
 
+@pytest.fixture(scope="module")
+def readme_place(tmp_path_factory):
+    return tmp_path_factory.mktemp("readme")
+
+
 def _other_blocks() -> list[tuple[str, str]]:
     first = first_command()
     return [(kind, text) for kind, text in blocks() if text.strip() != first]
@@ -107,10 +112,11 @@ def _other_blocks() -> list[tuple[str, str]]:
 @pytest.mark.integration
 @pytest.mark.parametrize("kind, text", _other_blocks(),
                          ids=[f"{k}-{i + 2}" for i, (k, _) in enumerate(_other_blocks())])
-def test_every_other_block_runs(jars, tmp_path, kind, text, request):
+def test_every_other_block_runs(jars, readme_place, kind, text, request):
     reason = _reason(text)
     if reason:
         pytest.skip(f"not run here: {reason}")
+    tmp_path = readme_place  # one place for all blocks: a later block reads what an earlier one stored
     if "docker" in text:
         request.getfixturevalue("docker_engine")  # DOCKER_HOST for the block
     short_batch = tmp_path / "batch.yaml"
