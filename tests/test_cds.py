@@ -43,7 +43,7 @@ def test_the_archive_is_made_once_per_jar_and_jdk_and_reused(jars, tmp_path, no_
     archive = Path(first.archive)
     assert archive.parent.parent == tmp_path and archive.stat().st_size > 1_000_000 and first.warning is None
     made = archive.stat().st_mtime_ns
-    servers._PREPARED.clear()  # forget this process's memo: the second call must find the archive on disk
+    building._PREPARED.clear()  # forget this process's memo: the second call must find the archive on disk
     second = building.prepare_cds(server, "java")
     assert second == first and archive.stat().st_mtime_ns == made, "the archive was made again"
     assert len(list(tmp_path.glob("cds-*/app.jsa"))) == 1
