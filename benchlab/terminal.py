@@ -54,6 +54,25 @@ def format_run(run) -> str:
     return "\n".join(lines)
 
 
+def warmup_line(runs) -> str:
+    """How the runs were warmed, said before any number: a fixed warm-up is not judged steady."""
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    if not len(ok) or "warmup" not in ok:
+        return "warm-up: no finished run"
+    fixed = sorted({float(w) for w in ok["warmup"] if w != "auto" and w is not None})
+    auto = ok[ok["warmup"] == "auto"]
+    parts = []
+    if len(auto):
+        unsteady = int((auto["warm"] == False).sum()) if "warm" in auto else 0  # noqa: E712 - a column of objects
+        took = auto["warmup_s"].astype(float)
+        parts.append(f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s)"
+                     + (f", {unsteady} still rising at the limit (flag not_warm)" if unsteady else ", all steady"))
+    if fixed:
+        parts.append(f"fixed {', '.join(f'{w:g} s' for w in fixed)}, not judged steady: on one core a JVM can take "
+                     "minutes to warm, so use warmup auto for figures to quote")
+    return "warm-up: " + "; ".join(parts)
+
+
 def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
     """The summary, the verdicts and the flags of a suite, for a terminal."""
     import pandas as pd
@@ -70,6 +89,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             shown.loc[latency, column] *= 1000.0
         shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
         print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        print(warmup_line(suite.runs))
         reached = getattr(suite, "precision", None)
         if reached:
             print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "

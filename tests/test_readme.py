@@ -93,6 +93,7 @@ def test_the_first_command_as_written(jars):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "baseline: spring-tomcat" in out and "ok of 9 runs" in out, "the summary"
+    assert "warm-up: fixed 5 s, not judged steady" in out, "the warm-up is said before any number"
     assert "per-run requests/s:" in out and re.search(r"spring-undertow\s+[\d,.]+\s+[\d,.]+\s+[\d,.]+", out), \
         "the per-run table, three runs each"
     verdicts = re.findall(r"^  spring-(jetty|undertow) vs spring-tomcat: [+-]\d+% (rps|p99) .*$", out, re.M)
