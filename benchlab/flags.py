@@ -75,9 +75,10 @@ def run_flags(row) -> list[tuple[str, str]]:
     if (p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30
             and not (sleep is not None and 30 <= sleep <= 50)):
         out.append(("delayed_ack", _explain("delayed_ack", p50=p50 * 1e3, cpu=server_cpu)))
-    target = num("target_rps")
-    if target and rps is not None and rps < RATE_SHORTFALL_LIMIT * target:
-        out.append(("rate_shortfall", _explain("rate_shortfall", achieved=rps, target=target, share=rps / target)))
+    target, sent = num("target_rps"), num("sent_rps")
+    sent = sent if sent is not None else rps  # the rate sent, where the driver says it; else the answers
+    if target and sent is not None and sent < RATE_SHORTFALL_LIMIT * target:
+        out.append(("rate_shortfall", _explain("rate_shortfall", achieved=sent, target=target, share=sent / target)))
     if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
         out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
     note = get("note")
@@ -143,9 +144,10 @@ def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
         explained = np.array([_sleep_explains(s) for s in _values(runs, "scenario")], dtype=bool)
         add((0.035 <= p50) & (p50 <= 0.045) & (server_cpu < 30) & ~explained, "delayed_ack",
             lambda i: _explain("delayed_ack", p50=float(p50[i]) * 1e3, cpu=float(server_cpu[i])))
-        target = _numbers(runs, "target_rps")
-        add(truthy(target) & (rps < RATE_SHORTFALL_LIMIT * target), "rate_shortfall", lambda i: _explain(
-            "rate_shortfall", achieved=float(rps[i]), target=float(target[i]), share=float(rps[i] / target[i])))
+        target, sent = _numbers(runs, "target_rps"), _numbers(runs, "sent_rps")
+        sent = np.where(np.isnan(sent), rps, sent)
+        add(truthy(target) & (sent < RATE_SHORTFALL_LIMIT * target), "rate_shortfall", lambda i: _explain(
+            "rate_shortfall", achieved=float(sent[i]), target=float(target[i]), share=float(sent[i] / target[i])))
     warmup_s = _numbers(runs, "warmup_s")
     add(np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), "not_warm",
         lambda i: _explain("not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]) or 0.0))

@@ -26,7 +26,7 @@ METRICS = (
     "requests", "bytes", "elapsed_s", "rps", "bytes_per_request",
     *LATENCY_COLUMNS,
     *ERROR_COLUMNS,
-    "target_rps", "note",
+    "target_rps", "sent_rps", "note",
 )
 
 #: Measured around the load: the monitor's summary and the server's start.
@@ -72,7 +72,7 @@ FLAGS = {
                    "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
     "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
                    "40 ms delayed-ACK signature (Nagle on one side), not server work",
-    "rate_shortfall": "achieved {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
+    "rate_shortfall": "sent {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
                       "server could not keep the rate, so latencies are not those of the target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
     "failed": "the run failed: {error}",

@@ -109,14 +109,16 @@ def test_vegeta_constant_rate(jetty, tmp_path):
     assert {"vegeta-measure.bin", "vegeta-report.json", "vegeta-histogram.txt"} <= set(run.files)
 
 
-def test_vegeta_flags_a_rate_it_cannot_reach(jetty, tmp_path):
-    # Every answer takes 400 ms: 200 requests sent in 2 s are all answered 2.4 s after the start, so the
-    # achieved throughput is about 83/s of the 100/s asked, and the run says so.
+def test_vegeta_keeps_its_rate_against_a_slow_server_and_says_so_honestly(jetty, tmp_path):
+    # Every answer takes 400 ms: 200 requests are sent in 2 s, on schedule, and all answered 0.4 s later.
+    # The rate was kept (vegeta's own "throughput", which adds that wait, said 83/s and raised a false
+    # shortfall); the slowness shows where it belongs, in the latency.
     run = benchlab.run(attached(jetty), benchlab.Scenario("slow", "/sleep?ms=400"), load="rate", rate=100,
                        duration="2s", warmup="0s", results_dir=tmp_path)
     m = run.metrics
     assert m["target_rps"] == 100 and m["requests"] == 200
-    assert m["rps"] < 0.95 * 100 and "below 95%" in m["note"]
+    assert m["sent_rps"] == pytest.approx(100, rel=0.05) and m["rps"] == pytest.approx(100, rel=0.05)
+    assert "note" not in m or not m["note"], "no shortfall: the rate was sent"
     assert m["p50"] >= 0.4
 
 

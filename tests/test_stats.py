@@ -226,6 +226,9 @@ def test_flag_delayed_ack():
 
 def test_flag_rate_shortfall_and_shared_cores():
     assert "rate_shortfall" in flagged([dict(server="a", load="rate", rps=800, target_rps=1000, p50=0.001)])
+    assert "rate_shortfall" in flagged([dict(server="a", load="rate", rps=990, sent_rps=800, target_rps=1000)])
+    assert "rate_shortfall" not in flagged([dict(server="a", load="rate", rps=800, sent_rps=1000, target_rps=1000)]), \
+        "a rate sent in full against a slow server is no shortfall"
     assert "shared_cores" in flagged([dict(server="a", rps=100, p50=0.1, server_cpus="0-1", load_cpus="1")])
 
 
