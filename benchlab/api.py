@@ -198,10 +198,5 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     if name not in shared:
         jars.ensure_built(spec.server, java=spec.java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
-        port = spec.port or spec.server.port or backends.free_port()
-        launch = backends.Launch(run_id=f"shared-{name}", port=port, cpus=spec.server_cpus,
-                                 log_path=base / f"{name}.server.log", jvm_opts=spec.jvm_opts, java=spec.java, cds=spec.cds,
-                                 memory=spec.memory, allow_remote=spec.allow_remote,
-                                 startup_timeout=spec.startup_timeout)
-        shared[name] = backend.start(spec.server, launch)
+        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", base / f"{name}.server.log"))
     return shared[name]

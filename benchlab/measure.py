@@ -121,11 +121,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         elif spec.server.kind == "url":
             instance = _Attached(spec.server)
         else:
-            port = spec.port or spec.server.port or backends.free_port()
-            launch = backends.Launch(run_id=run_id, port=port, cpus=spec.server_cpus, log_path=log_path,
-                                     jvm_opts=spec.jvm_opts, java=spec.java, cds=spec.cds, memory=spec.memory,
-                                     allow_remote=spec.allow_remote, startup_timeout=spec.startup_timeout)
-            instance = backend.start(spec.server, launch)
+            instance = backend.start(spec.server, spec.launch(run_id, log_path))
         servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
         phase("verify")
         status, headers, body = verify(instance.url, spec.scenario)

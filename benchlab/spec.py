@@ -177,6 +177,13 @@ class RunSpec:
             "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
         }
 
+    def launch(self, run_id: str, log_path: Path) -> backends.Launch:
+        """How a backend starts this spec's server: its port (the one asked, or a free one), cores and JVM."""
+        return backends.Launch(run_id=run_id, port=self.port or self.server.port or backends.free_port(),
+                               cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.java,
+                               cds=self.cds, memory=self.memory, allow_remote=self.allow_remote,
+                               startup_timeout=self.startup_timeout)
+
     def cell_key(self) -> str:
         """A stable name for everything but the repeat: the same parameters give the same key."""
         params = self.params()
