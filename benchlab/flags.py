@@ -46,6 +46,8 @@ def run_flags(row) -> list[tuple[str, str]]:
     - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
       signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
     - ``not_warm``: ``warmup="auto"`` reached its limit before throughput settled.
+    - ``drifting``: throughput in the second half of the measurement differs from the first half by more
+      than the run's own noise allows (:mod:`benchlab.steady`).
 
     >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
     ['generator_bound']
@@ -81,6 +83,9 @@ def run_flags(row) -> list[tuple[str, str]]:
         out.append(("rate_shortfall", _explain("rate_shortfall", achieved=sent, target=target, share=sent / target)))
     if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
         out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
+    drift, limit = num("drift"), num("drift_limit")
+    if drift is not None and limit is not None and abs(drift) > limit:
+        out.append(("drifting", _explain("drifting", drift=drift, limit=limit)))
     note = get("note")
     if isinstance(note, str) and note:
         out.append(("driver_note", _explain("driver_note", note=note)))
@@ -151,6 +156,10 @@ def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
     warmup_s = _numbers(runs, "warmup_s")
     add(np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), "not_warm",
         lambda i: _explain("not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]) or 0.0))
+    drift, limit = _numbers(runs, "drift"), _numbers(runs, "drift_limit")
+    with np.errstate(invalid="ignore"):
+        add(np.abs(drift) > limit, "drifting",
+            lambda i: _explain("drifting", drift=float(drift[i]), limit=float(limit[i])))
     notes = _values(runs, "note")
     add(np.array([isinstance(note, str) and bool(note) for note in notes], dtype=bool), "driver_note",
         lambda i: _explain("driver_note", note=notes[i]))

@@ -14,7 +14,7 @@ import secrets
 import urllib.parse
 from pathlib import Path
 
-from . import backends, drivers, jars, metadata, servers
+from . import backends, drivers, jars, metadata, servers, steady
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -137,7 +137,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
             monitor.watch("server", instance.probe)
             metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
                                             workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
-        resources = monitor.summary()
+        resources = {**monitor.summary(), **steady.drift(s.astuple() for s in monitor.samples)}
         alive_after = instance.alive()
     finally:
         if owned and instance is not None:
@@ -162,7 +162,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     measured = {"target_rps": None, **metrics, **resources, "warmup_s": warmed["seconds"],
                 "warm": warmed["steady"]}
     record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
-                 samples=tuple((s.t, s.role, s.cpu, s.rss) for s in monitor.samples), suite=suite, label=label,
+                 samples=tuple(s.astuple() for s in monitor.samples), suite=suite, label=label,
                  key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir))
     save(record, run_dir)
     return record

@@ -1,8 +1,14 @@
 """Samples CPU and memory of the server and the load generator while the load runs.
 
-A probe is any callable returning ``(cpu_percent, rss_bytes)``, where 100 % is one busy core; the local
-backend's probe reads psutil, the docker backend's reads container stats. Samples share one clock
-(seconds since the monitor started), so charts do not care which backend ran.
+A probe is any callable returning ``(cpu_percent, rss_bytes)`` or ``(cpu_percent, rss_bytes, io_bytes)``,
+where 100 % is one busy core and ``io_bytes`` counts the bytes the process has passed through read() (a load
+tool: the answers it received) or write() (a server: the answers it sent) so far. The local probe reads
+psutil, the docker backend's reads container stats (no byte count). Samples share one clock (seconds since
+the monitor started), so charts do not care which backend ran.
+
+The byte count costs the load tool nothing (the kernel keeps it in ``/proc/<pid>/io``), which is why the
+measurement window's steadiness (:mod:`benchlab.steady`) is judged from it rather than from a per-request
+callback inside the load tool.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-Probe = Callable[[], "tuple[float | None, float | None]"]
+from .schema import SAMPLE_FIELDS  # noqa: F401  (the fields of a Sample, in order)
 
-SAMPLE_FIELDS = ("t", "role", "cpu", "rss")
+Probe = Callable[[], "tuple[float | None, ...]"]
+
 
 
 @dataclass(frozen=True)
@@ -23,15 +30,24 @@ class Sample:
     role: str
     cpu: float | None
     rss: float | None
+    io: float | None = None
+
+    def astuple(self) -> tuple:
+        """The sample as stored in a run, in the order of :data:`SAMPLE_FIELDS`."""
+        return (self.t, self.role, self.cpu, self.rss, self.io)
 
 
 class ProcessProbe:
-    """CPU% and RSS of a process and its children, through psutil."""
+    """CPU%, RSS and bytes read (``io="read"``) or written (``io="write"``) of a process and its children,
+    through psutil."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, *, io: str = "read"):
         import psutil
 
+        if io not in ("read", "write"):
+            raise ValueError(f"io must be 'read' or 'write', not {io!r}")
         self._psutil = psutil
+        self._io = f"{io}_chars"
         self._root = psutil.Process(pid)
         self._known: dict[int, object] = {}
         self()  # prime cpu_percent: its first call has no interval to measure
@@ -47,18 +63,19 @@ class ProcessProbe:
         self._known = live
         return list(live.values())
 
-    def __call__(self) -> tuple[float | None, float | None]:
-        cpu = rss = 0.0
+    def __call__(self) -> tuple[float | None, float | None, float | None]:
+        cpu = rss = io = 0.0
         seen = False
         for proc in self._processes():
             try:
                 with proc.oneshot():
                     cpu += proc.cpu_percent(interval=None)
                     rss += proc.memory_info().rss
+                    io += getattr(proc.io_counters(), self._io)
                 seen = True
-            except self._psutil.Error:
+            except (self._psutil.Error, AttributeError):  # AttributeError: no io counters on this platform
                 continue
-        return (cpu, rss) if seen else (None, None)
+        return (cpu, rss, io) if seen else (None, None, None)
 
 
 class Monitor:
@@ -94,11 +111,12 @@ class Monitor:
                 probes = list(self._probes.items())
             for role, probe in probes:
                 try:
-                    cpu, rss = probe()
+                    cpu, rss, *io = probe()
                 except Exception:  # a process that just ended: no sample, the run goes on
                     continue
                 if cpu is not None or rss is not None:
-                    self.samples.append(Sample(round(time.monotonic() - self._t0, 3), role, cpu, rss))
+                    self.samples.append(Sample(round(time.monotonic() - self._t0, 3), role, cpu, rss,
+                                               io[0] if io else None))
 
     def __enter__(self) -> "Monitor":
         self._t0 = time.monotonic()

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 from .errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES  # noqa: F401
+from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES, SAMPLE_FIELDS  # noqa: F401
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
@@ -98,10 +98,13 @@ class Run:
         return pd.DataFrame([self.row()], columns=list(COLUMNS))
 
     def samples_frame(self):
-        """The CPU and memory samples: columns id, server, t, role, cpu, rss."""
+        """The CPU, memory and byte-count samples: columns id, server, t, role, cpu, rss, io (None in runs
+        stored before io was sampled)."""
         import pandas as pd
 
-        frame = pd.DataFrame(list(self.samples), columns=["t", "role", "cpu", "rss"])
+        width = len(SAMPLE_FIELDS)
+        rows = [tuple(s) + (None,) * (width - len(s)) for s in self.samples]
+        frame = pd.DataFrame(rows, columns=list(SAMPLE_FIELDS))
         frame.insert(0, "server", self.params.get("server"))
         frame.insert(0, "id", self.id)
         return frame

@@ -33,7 +33,7 @@ METRICS = (
 RESOURCES = (
     "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
     "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
-    "startup_ms", "warmup_s", "warm",
+    "startup_ms", "warmup_s", "warm", "drift", "drift_limit",
 )
 
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
@@ -42,6 +42,10 @@ PARAMS = (
     "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
     "jvm_opts", "java", "cds", "repeat",
 )
+
+#: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one
+#: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.
+SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
 
 #: The tidy frame: one row per run, these columns, in this order.
 COLUMNS = (
@@ -77,6 +81,9 @@ FLAGS = {
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
     "failed": "the run failed: {error}",
     "driver_note": "the load tool says: {note}",
+    "drifting": "throughput moved {drift:+.1%} from the first half of the measurement to the second, more than "
+                "the {limit:.1%} its own noise allows: the server was not steady (still warming, or slowing "
+                "down), so this run's figures are an average over a change",
     "not_warm": "the warm-up reached its limit of {limit:.0f} s without throughput settling: the measurement may "
                 "still include JIT compilation; warm longer (a fixed warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",

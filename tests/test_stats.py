@@ -259,6 +259,15 @@ def test_flag_not_warm_only_when_auto_gave_up():
     assert not flags.run_flags({"warm": None, "warmup_s": 10.0}), "a fixed warm-up is not judged"
 
 
+def test_flag_drifting_when_the_halves_differ_beyond_the_runs_own_noise():
+    from benchlab import flags
+
+    assert [f for f, _ in flags.run_flags({"drift": 0.08, "drift_limit": 0.03})] == ["drifting"]
+    assert [f for f, _ in flags.run_flags({"drift": -0.08, "drift_limit": 0.03})] == ["drifting"]
+    assert not flags.run_flags({"drift": 0.02, "drift_limit": 0.03}), "within its own noise"
+    assert not flags.run_flags({"drift": None, "drift_limit": None}), "no byte counts: not judged"
+
+
 def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
     # flags() computes the run flags column by column (10,000 runs took seconds row by row); run_flags(row)
     # stays the readable rule, and both must agree on every flag, explanation and order.
@@ -273,6 +282,7 @@ def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
         "connections": [None, 0, 1, 100], "p50": [None, 0.001, 0.035, 0.040, 0.045, 0.05],
         "server_cpu_mean": [None, 3.0, 29.9, 30.0, 95.0], "scenario": ["hello", "sleep", "sleep:40", "sleep:5", None],
         "target_rps": [None, 0.0, 1000.0], "warm": [True, False, None], "warmup_s": [None, 0.0, 181.0],
+        "drift": [None, 0.0, 0.019, -0.05, 0.2], "drift_limit": [None, 0.02, 0.1],
         "note": [None, "", "3 sockets timed out"], "server_cpus": ["0", "0-1", "2"], "load_cpus": ["1", "1-3"],
         "server": ["a", "b"],
     }

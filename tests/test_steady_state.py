@@ -59,6 +59,25 @@ def test_a_fixed_warmup_keeps_its_time_and_judges_nothing(tmp_path):
     assert 2.0 <= run.metrics["warmup_s"] < 10
 
 
+@pytest.mark.integration
+def test_a_measurement_that_catches_the_server_speeding_up_is_flagged_drifting(tmp_path):
+    # 20 ms an answer until 5 s after start, 4 ms after: the 1 s warm-up ends before the change, and the
+    # 8 s measurement sees it happen in its first half's end. A steady server is not flagged.
+    changing = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "5"],
+                                            name="changing", path="/")
+    run = benchlab.run(changing, "/", connections=4, duration="8s", warmup="1s", results_dir=tmp_path / "a")
+    assert run.metrics["drift"] > 0.5 and run.metrics["drift"] > run.metrics["drift_limit"]
+    assert "drifting" in benchlab.load(tmp_path / "a").flags()["flag"].tolist()
+    loads = [s for s in run.samples if s[1] == "load"]
+    assert loads and all(s[4] is not None for s in loads), "the load tool's read bytes are sampled"
+
+    steady = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
+                                          name="steady", path="/")
+    run = benchlab.run(steady, "/", connections=4, duration="8s", warmup="1s", results_dir=tmp_path / "b")
+    assert run.metrics["drift"] is not None and abs(run.metrics["drift"]) <= run.metrics["drift_limit"]
+    assert "drifting" not in benchlab.load(tmp_path / "b").flags()["flag"].tolist()
+
+
 def _record(server: str, repeat: int, rps: float):
     from benchlab.results import Run
 

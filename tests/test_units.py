@@ -73,7 +73,9 @@ def test_run_round_trip(tmp_path):
     assert again == run
     row = again.to_frame().iloc[0]
     assert row["server_cpus"] == "0" and row["jvm_opts"] == "-Xmx1g" and row["server_impl"] == "tomcat"
-    assert list(again.samples_frame().columns) == ["id", "server", "t", "role", "cpu", "rss"]
+    samples = again.samples_frame()
+    assert list(samples.columns) == ["id", "server", "t", "role", "cpu", "rss", "io"]
+    assert samples["io"].isna().all(), "a sample stored before io was sampled reads as no byte count"
     assert not list(tmp_path.glob(".*tmp")), "the atomic write leaves no temporary file"
 
 

@@ -34,7 +34,7 @@ class Instance(Protocol):
     startup_ms: float        # from launch until the readiness path answered
     metadata: dict           # what the backend knows: pid or container id, image, limits...
 
-    def probe(self) -> tuple[float | None, float | None]: ...   # (cpu %, rss bytes)
+    def probe(self) -> tuple[float | None, ...]: ...   # (cpu %, rss bytes[, bytes written])
     def alive(self) -> bool: ...
     def stop(self) -> None: ...                                  # idempotent; saves the log
 

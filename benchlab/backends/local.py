@@ -43,7 +43,7 @@ class LocalInstance:
             on_exit=lambda: _exit_error(self.server, self.argv, self.launch.log_path, self.process.poll()),
         )
         self.startup_ms = seconds * 1000.0
-        self._probe = ProcessProbe(self.process.pid)
+        self._probe = ProcessProbe(self.process.pid, io="write")
 
     def probe(self):
         return self._probe() if self._probe else (None, None)

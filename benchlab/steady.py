@@ -1,0 +1,77 @@
+"""Was the measurement window steady? Throughput in its first and second halves, from the monitor's bytes.
+
+The monitor samples, every quarter second, the bytes the load tool has read so far (the answers it got)
+and the bytes the server has written; the kernel counts them (``/proc/<pid>/io``), so this costs the load
+tool nothing, where a per-request callback inside wrk would cost it a Lua call per answer. Answers of one
+scenario have one size, so bytes per second is throughput up to a constant, and the ratio of the halves
+needs no constant at all.
+
+``drift`` is the second half's rate over the first's, minus 1: +0.08 means the server served 8% more in the
+second half, still warming; -0.08 that it slowed down (a heap filling, a thermal limit, a noisy neighbour).
+``drift_limit`` is what the run's own quarter-second noise allows: twice the standard error of that
+difference, and never less than :data:`FLOOR`. A run whose drift exceeds its limit is flagged ``drifting``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+FLOOR = 0.02
+MIN_INTERVALS = 8  # four per half: fewer and the halves say nothing
+
+
+def rates(samples: Iterable[Sequence], role: str) -> list[tuple[float, float]]:
+    """``(t, bytes per second)`` between consecutive samples of ``role`` while bytes were moving.
+
+    The first and last moving intervals are dropped: the load tool connects in the one and stops in the
+    middle of the other.
+
+    >>> rates([(0, "load", 1, 1, 0), (1, "load", 1, 1, 10), (2, "load", 1, 1, 30), (3, "load", 1, 1, 40),
+    ...        (4, "load", 1, 1, 45), (5, "load", 1, 1, 45)], "load")
+    [(1.5, 20.0), (2.5, 10.0)]
+    """
+    points = sorted((s[0], s[4]) for s in samples if s[1] == role and len(s) > 4 and s[4] is not None)
+    steps = [((t0 + t1) / 2, (b1 - b0) / (t1 - t0)) for (t0, b0), (t1, b1) in zip(points, points[1:]) if t1 > t0]
+    moving = [i for i, (_, rate) in enumerate(steps) if rate > 0]
+    if len(moving) < 3:
+        return []
+    return steps[moving[0] + 1:moving[-1]]
+
+
+def drift(samples: Iterable[Sequence]) -> dict:
+    """``{"drift": ..., "drift_limit": ...}`` of a run's measurement samples; None for both when the samples
+    carry no byte counts (a container's load tool, an old run) or too few.
+
+    The load tool's bytes are preferred (what was answered, seen where it arrived); the server's written
+    bytes are used when the load tool's are missing.
+
+    >>> steady = [(t / 4, "load", 50, 1, 1000 * t) for t in range(41)]
+    >>> drift(steady)["drift"]
+    0.0
+    >>> warming = [(t / 4, "load", 50, 1, 1000 * t + 20 * t * t) for t in range(41)]
+    >>> round(drift(warming)["drift"], 2)
+    0.54
+    """
+    samples = list(samples)
+    for role in ("load", "server"):
+        steps = rates(samples, role)
+        if len(steps) >= MIN_INTERVALS:
+            break
+    else:
+        return {"drift": None, "drift_limit": None}
+    middle = (steps[0][0] + steps[-1][0]) / 2
+    first = [rate for t, rate in steps if t < middle]
+    second = [rate for t, rate in steps if t >= middle]
+    mean_first, mean_second = sum(first) / len(first), sum(second) / len(second)
+    if mean_first <= 0:
+        return {"drift": None, "drift_limit": None}
+    error = math.sqrt(_variance(first) / len(first) + _variance(second) / len(second)) / mean_first
+    return {"drift": mean_second / mean_first - 1.0, "drift_limit": max(FLOOR, 2.0 * error)}
+
+
+def _variance(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
