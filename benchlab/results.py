@@ -300,8 +300,15 @@ class Suite:
 
         frames = [r.samples_frame() for r in self.records if r.samples]
         if not frames:
-            return pd.DataFrame(columns=["id", "server", "t", "role", "cpu", "rss"])
+            return pd.DataFrame(columns=["id", "server", *SAMPLE_FIELDS])
         return pd.concat(frames, ignore_index=True)
+
+    @property
+    def warmups(self):
+        """The warm-up curves, one row per slice (:func:`benchlab.steady.curves`)."""
+        from .steady import curves
+
+        return curves(self.records)
 
     def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
         """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`."""

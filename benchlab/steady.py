@@ -75,3 +75,23 @@ def _variance(values: list[float]) -> float:
         return 0.0
     mean = sum(values) / len(values)
     return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
+def curves(records) -> "pd.DataFrame":
+    """The warm-up curves of ``records`` (:class:`~benchlab.results.Run`), one row per slice: id, server,
+    repeat, t (seconds since the warm-up began), rps, p99, and whether that run's warm-up ended steady.
+
+    Only ``warmup="auto"`` keeps a curve; a fixed warm-up adds no rows.
+
+    >>> from benchlab.results import Run
+    >>> run = Run(id="r1", params={"server": "s", "repeat": 1}, metrics={"rps": 1e3}, metadata={"warmup": {
+    ...     "mode": "auto", "steady": True, "slices": [{"t": 5.0, "rps": 900.0, "p99": 0.02}]}})
+    >>> curves([run])[["server", "t", "rps"]].values.tolist()
+    [['s', 5.0, 900.0]]
+    """
+    import pandas as pd
+
+    rows = [{"id": r.id, "server": r.params.get("server"), "repeat": r.params.get("repeat"), "t": s.get("t"),
+             "rps": s.get("rps"), "p99": s.get("p99"), "steady": (r.metadata.get("warmup") or {}).get("steady")}
+            for r in records for s in ((r.metadata or {}).get("warmup") or {}).get("slices") or ()]
+    return pd.DataFrame(rows, columns=["id", "server", "repeat", "t", "rps", "p99", "steady"])

@@ -151,6 +151,31 @@ def test_resource_timeline_shows_server_cpu_and_rss_in_mib(suite_runs):
     rendered(chart)
 
 
+def test_warmup_curves_draw_a_line_per_run_and_dash_a_warm_up_that_hit_its_limit():
+    from dataclasses import replace
+    from benchlab import steady
+
+    def warmed(run, rps, ended):
+        slices = [{"t": 5.0 * (i + 1), "rps": value, "p99": 0.01} for i, value in enumerate(rps)]
+        return replace(run, metadata={**run.metadata, "warmup": {"mode": "auto", "steady": ended, "slices": slices}})
+
+    runs = [warmed(make_run("spring-tomcat", 1), [500, 900, 1000, 1005, 1002], True),
+            warmed(make_run("spring-jetty", 1), [300, 600, 800, 900], False), make_run("spring-jetty", 2)]
+    curves = steady.curves(runs)
+    assert len(curves) == 9, "a fixed warm-up (the third run) adds no slice"
+    chart = charts.warmup(curves, runs=frame(*runs))
+    spec = chart.to_dict()
+    rps, p99 = spec["vconcat"]
+    assert rps["encoding"]["y"]["field"] == "rps" and p99["encoding"]["y"]["field"] == "p99_ms"
+    assert rps["encoding"]["detail"]["field"] == "id" and rps["encoding"]["strokeDash"]["field"] == "ended"
+    values = list(spec["datasets"].values())[0]
+    assert {v["ended"] for v in values if v["server"] == "spring-jetty"} == {"limit reached"}
+    assert values[0]["p99_ms"] == pytest.approx(10.0)
+    rendered(chart)
+    with pytest.raises(ResultsError, match="only warmup='auto' keeps one"):
+        charts.warmup(steady.curves(runs[2:]))
+
+
 def test_published_comparison_puts_our_ratio_beside_theirs(suite_runs):
     reference = pd.DataFrame(
         [("wrk", "tomcat", 1, "rps", 100.0, "1/s"), ("wrk", "tomcat", 2, "rps", 100.0, "1/s"),

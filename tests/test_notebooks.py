@@ -98,6 +98,7 @@ def test_compare_notebook_runs_the_real_servers(compared):
     for shown in ("ci_low", "spring-jetty vs spring-tomcat: ", "significant", "run 1", "run 2"):
         assert shown in text
     assert "explanation" in text or "no flags" in text
+    assert "no warm-up curves: these runs had a fixed warm-up" in text, "a fixed warm-up draws no curve, and says so"
     specs = charts_in(done.ipynb)
     titles = [s["title"]["text"] for s in specs]
     assert len(specs) == 3 and titles[0].startswith("Throughput") and titles[1].startswith("Latency")

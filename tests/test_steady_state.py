@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import warmup
+from benchlab import charts, warmup
 from benchlab.errors import UsageError
 from benchlab.load import Load
 
@@ -48,6 +48,10 @@ def test_a_server_slow_to_warm_is_warmed_until_steady(tmp_path):
     assert run.metrics["rps"] > 0.8 * rps[-1], "the measurement came after the change"
     stored = benchlab.load(tmp_path).records[0]
     assert stored.metadata["warmup"]["slices"] == curve["slices"], "the curve is stored with the run"
+    curves = benchlab.load(tmp_path).warmups
+    assert curves["rps"].tolist() == rps and set(curves["steady"]) == {True}
+    spec = charts.warmup(curves).to_dict()
+    assert len(list(spec["datasets"].values())[0]) == len(rps), "the report draws every slice"
 
 
 @pytest.mark.integration

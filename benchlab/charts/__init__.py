@@ -14,8 +14,8 @@ Conventions shared by all charts:
 - one repeat is fine: a cell with a single run has no confidence interval, so no error bar;
 - the title names the unit and the subtitle says what was measured and on what (:func:`describe`).
 
-The 95 % confidence intervals come from :func:`benchlab.stats.mean_ci` (t below 10 repeats, bootstrap
-from 10), so a chart and the summary table agree.
+The 95 % confidence intervals come from :func:`benchlab.stats.mean_ci` (Cox's log-normal interval for
+positive values, Student's t otherwise), so a chart and the summary table agree.
 
 Example
 -------
@@ -29,13 +29,14 @@ from __future__ import annotations
 from .frames import NINES_TICKS, describe, machine, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
-from .timeline import resources
+from .timeline import resources, warmup
 
 __all__ = [
     "throughput",
     "latency",
     "sweep",
     "resources",
+    "warmup",
     "published",
     "rate_sweep",
     "describe",

@@ -1,4 +1,4 @@
-"""The resource timeline: server (or load tool) CPU and RSS over the measured phase, a line per run."""
+"""Charts over time: the warm-up curves before the measurement, and CPU and RSS during it, a line per run."""
 
 from __future__ import annotations
 
@@ -63,3 +63,44 @@ def resources(samples: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, ro
     frame_for_note = runs if runs is not None else samples.iloc[0:0]
     return alt.vconcat(cpu, rss, title=title(f"{role.capitalize()} CPU (% of one core) and RSS (MiB) "
                                               "over the measured phase", frame_for_note, note))
+
+
+def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: str | None = None) -> "alt.VConcatChart":
+    """The warm-up of every run: requests/s and p99 (ms) of each slice against the time since the warm-up
+    began, one line per run, coloured by server; a run whose warm-up hit its limit is drawn dashed.
+
+    The JIT settling shows as a line that climbs and flattens; where the lines of one server flatten is
+    how long ``warmup="auto"`` needed, and a line still climbing at its end is a run flagged ``not_warm``.
+
+    Parameters
+    ----------
+    curves : ``Suite.warmups`` (:func:`benchlab.steady.curves`): id, server, repeat, t, rps, p99, steady
+    runs : the runs frame, for the subtitle
+    note : the subtitle; by default :func:`describe` of ``runs``
+
+    Example
+    -------
+    >>> warmup(suite.warmups, runs=suite.runs)    # doctest: +SKIP
+    """
+    import altair as alt
+
+    if curves is None or len(curves) == 0:
+        raise ResultsError("no warm-up curves to chart: only warmup='auto' keeps one; a fixed warm-up does not")
+    table = curves.copy()
+    table["p99_ms"] = table["p99"].astype(float) * 1e3
+    table["ended"] = table["steady"].map({True: "steady", False: "limit reached"}).fillna("fixed")
+    color = server_color(values(table, "server"))
+    tooltip = [alt.Tooltip("server:N"), alt.Tooltip("id:N", title="run"), alt.Tooltip("t:Q", title="time (s)"),
+               alt.Tooltip("rps:Q", title="requests/s", format=",.0f"),
+               alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.1f"), alt.Tooltip("ended:N", title="warm-up")]
+    base = alt.Chart(table).encode(
+        x=alt.X("t:Q", title="time since the warm-up began (s)"), color=color, detail="id:N", tooltip=tooltip,
+        strokeDash=alt.StrokeDash("ended:N", title="warm-up ended", sort=["steady", "limit reached"]))
+    rps = base.mark_line(point=True, strokeWidth=1.5).encode(
+        y=alt.Y("rps:Q", title="requests/s in the slice")).properties(width=WIDTH * 2, height=180)
+    p99 = base.mark_line(point=True, strokeWidth=1.5).encode(
+        y=alt.Y("p99_ms:Q", title="p99 in the slice (ms)", scale=alt.Scale(type="log"))).properties(
+        width=WIDTH * 2, height=140)
+    frame_for_note = runs if runs is not None else table.iloc[0:0]
+    return alt.vconcat(rps, p99, title=title("Warm-up: requests/s and p99 (ms) per slice until steady",
+                                             frame_for_note, note))
