@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -11,14 +12,22 @@ import pytest
 
 CAPTURES = Path(__file__).parent / "captures"
 
+# Every process this test session starts inherits the marker, so a JVM left behind is found as ours by it;
+# a JVM of another session on the same machine (a second checkout's tests, a Maven build) is not.
+SESSION = os.environ.setdefault("BENCHLAB_TEST_SESSION", uuid.uuid4().hex)
+
 
 def benchlab_jvms() -> list[psutil.Process]:
-    """Running JVMs started from a benchlab jar."""
+    """Running JVMs started from a benchlab jar by this test session."""
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
         cmdline = " ".join(proc.info.get("cmdline") or [])
         if "java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline:
-            found.append(proc)
+            try:
+                if proc.environ().get("BENCHLAB_TEST_SESSION") == SESSION:
+                    found.append(proc)
+            except psutil.Error:  # it ended, or is not ours to read
+                continue
     return found
 
 
