@@ -56,6 +56,8 @@ class Run:
     started_at: str | None = None
     finished_at: str | None = None
     files: tuple = field(default_factory=tuple)
+    #: Where the run's files are (not stored: known from where run.json was read or written); None in memory.
+    directory: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "failed"):
@@ -127,7 +129,7 @@ class Run:
         }
 
     @classmethod
-    def from_json(cls, doc: dict, *, source: str = "") -> "Run":
+    def from_json(cls, doc: dict, *, source: str = "", directory: str | None = None) -> "Run":
         if doc.get("format") != FORMAT:
             raise ResultsError(f"{source} is not a benchlab run (no format {FORMAT!r})")
         version = doc.get("version")
@@ -142,7 +144,7 @@ class Run:
             samples=tuple(map(tuple, doc.get("samples", ()))), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
-            files=tuple(doc.get("files", ())),
+            files=tuple(doc.get("files", ())), directory=directory,
         )
 
 
@@ -195,7 +197,7 @@ def read(path: Path) -> Run:
         doc = _parse(path)
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
-    return Run.from_json(doc, source=str(path))
+    return Run.from_json(doc, source=str(path), directory=str(path.parent))
 
 
 def find(paths: Iterable[str | Path]) -> list[Path]:
