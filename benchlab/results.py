@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 from .errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES  # noqa: F401
+from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES, SPECTRUM  # noqa: F401
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
@@ -303,11 +303,19 @@ class Suite:
         return pd.concat(frames, ignore_index=True)
 
     def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
-        """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`."""
-        from . import stats
+        """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`. A latency
+        percentile is the merged one where the runs kept histograms (:func:`benchlab.tails.into_summary`)."""
+        from . import stats, tails
 
-        return stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
-                             baseline=baseline or self.baseline, alpha=alpha)
+        summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
+                                baseline=baseline or self.baseline, alpha=alpha)
+        return tails.into_summary(summary, self.records, self.runs, baseline or self.baseline, alpha=alpha)
+
+    def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
+        """Each cell's merged latency percentiles with run bootstrap intervals; see :func:`benchlab.tails.latency`."""
+        from . import tails
+
+        return tails.latency(self.records, self.runs, percentiles=percentiles, alpha=alpha)
 
     def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
                  pairs: str = "baseline"):
