@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -177,11 +178,15 @@ class Histogram:
         return histogram
 
     def save(self, directory: Path) -> Path:
-        """Write ``directory/latency.json`` atomically; return its path."""
-        from .results import write_atomic
-
+        """Write ``directory/latency.json`` atomically (a temporary file, then a rename); return its path."""
+        # not results.write_atomic: results reads histograms (through tails), so it cannot be imported here
         path = Path(directory) / FILE
-        write_atomic(path, json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+        temporary = path.with_name(f".{FILE}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
         return path
 
 
