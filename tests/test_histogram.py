@@ -212,3 +212,70 @@ def test_the_run_bootstrap_draws_only_runs_that_exist():
     nearest = {min((0.001, 0.002, 0.003), key=lambda v: abs(v - d)) for d in draws[:, 0]}
     assert nearest == {0.001, 0.002, 0.003}
     assert all(min(abs(d / v - 1) for v in (0.001, 0.002, 0.003)) <= RESOLUTION for d in draws[:, 0])
+
+
+# --- real runs: every driver keeps its histogram; merged cells against the raw per-request log ----------------
+
+@pytest.fixture(scope="module")
+def jetty(jars, tmp_path_factory):
+    """A Spring Boot Jetty server on core 0, started once for the module and stopped by its pid."""
+    from benchlab import backends, servers
+    from benchlab.backends.local import LocalBackend
+
+    log = tmp_path_factory.mktemp("jetty") / "server.log"
+    launch = backends.Launch(run_id="histogram", port=backends.free_port(), cpus=(0,), log_path=log)
+    instance = LocalBackend().start(servers.get("spring-jetty"), launch)
+    yield benchlab.Server.from_url(instance.url + "/hello", name="jetty")
+    instance.stop()
+
+
+@pytest.mark.integration
+def test_a_three_repeat_h2load_compare_merges_to_the_p99_of_all_its_requests(jetty, tmp_path):
+    suite = benchlab.compare([jetty], ["/hello"], load="count", users=[8], loops=[250], repeats=3, warmup="1s",
+                             results_dir=tmp_path, progress=False)
+    assert len(suite) == 3 and set(suite.runs["status"]) == {"ok"}
+    raw = []
+    for run in suite.records:
+        log = (tmp_path / run.id / "h2load-measure.log").read_text()
+        raw += [int(line.split("\t")[2]) * 1e-6 for line in log.splitlines() if line.strip()]
+        assert "latency.json" in run.files
+    assert len(raw) == 3 * 8 * 250
+    ordered = sorted(raw)
+    frame = benchlab.load(tmp_path).latency(percentiles=(50, 99, 99.9, 100)).set_index("percentile")
+    for q in (50, 99, 99.9, 100):
+        assert frame.loc[q, "latency_s"] == pytest.approx(percentile(ordered, q), rel=RESOLUTION), q
+    assert (frame.loc[99, "n"], frame.loc[99, "count"]) == (3, len(raw))
+    assert frame.loc[99, "low"] <= frame.loc[99, "latency_s"] <= frame.loc[99, "high"]
+    # the per-run p99s (the table) are each run's own; their mean is not the merged p99 in general
+    own = sorted(suite.table("p99").iloc[0][["run 1", "run 2", "run 3"]])
+    assert own[0] <= frame.loc[99, "latency_s"] * (1 + RESOLUTION) and own[-1] >= frame.loc[99, "latency_s"] * (1 - RESOLUTION)
+
+
+@pytest.mark.integration
+def test_a_wrk_run_keeps_its_corrected_distribution_which_agrees_with_wrks_own_p99(jetty, tmp_path):
+    run = benchlab.run(jetty, duration="2s", warmup="1s", connections=8, results_dir=tmp_path)
+    h = histogram.read(tmp_path / run.id)
+    m = run.metrics
+    assert h is not None and "coordinated-omission" in run.metadata["latency_corrected"]
+    assert h.count >= m["requests"]  # wrk's correction adds samples, never removes any
+    for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9)):
+        assert h.percentile(q) == pytest.approx(m[name], rel=0.01), name
+    assert (h.min, h.max) == (pytest.approx(m["lat_min"]), pytest.approx(m["lat_max"]))
+    assert BENCHLAB_LATENCY_LINE.search((tmp_path / run.id / "wrk.out").read_text())
+
+
+BENCHLAB_LATENCY_LINE = re.compile(r"^BENCHLAB_LATENCY \d+:\d+", re.M)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("driver,options", [
+    ("vegeta", {"load": "rate", "rate": 200, "duration": "2s"}),
+    ("jmeter", {"load": "count", "users": 2, "loops": 100}),
+])
+def test_vegeta_and_jmeter_keep_their_distribution(jetty, tmp_path, driver, options):
+    run = benchlab.run(jetty, driver=driver, warmup="1s", results_dir=tmp_path, **options)
+    h = histogram.read(tmp_path / run.id)
+    assert h is not None and h.count == run.metrics["requests"] and run.metadata["latency_corrected"] is None
+    # JMeter's whole milliseconds make p99 a whole number of ms: the bucket is within 0.5% of it
+    assert h.percentile(99) == pytest.approx(run.metrics["p99"], rel=RESOLUTION, abs=1e-9)
+    assert h.max == pytest.approx(run.metrics["lat_max"])
