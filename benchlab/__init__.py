@@ -12,7 +12,8 @@ from . import errors  # noqa: E402
 from .errors import (BenchlabError, BuildError, LoadError, ResultsError, ServerError, ToolMissing,  # noqa: E402
                      UsageError, VerifyError)
 from .load import Load  # noqa: E402
-from .results import Run, Suite, load  # noqa: E402
+from .results import Run  # noqa: E402
+from .suite import Suite, load  # noqa: E402
 from .jars import build  # noqa: E402
 from .servers import Scenario, Server  # noqa: E402
 from .api import compare, run  # noqa: E402

@@ -109,7 +109,8 @@ def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), 
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
     from .progress import Progress
-    from .results import Suite, read
+    from .results import read
+    from .suite import Suite
 
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")

@@ -104,7 +104,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from .results import load
+    from .suite import load
     from .terminal import print_suite
 
     print_suite(load(*args.paths, baseline=args.baseline))

@@ -158,12 +158,14 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
         warmup=warmed,
         server_alive_after_load=alive_after,
+        latency_corrected=driver.corrected,
     )
     measured = {"target_rps": None, **metrics, **resources, "warmup_s": warmed["seconds"],
                 "warm": warmed["steady"]}
     record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
                  samples=tuple(s.astuple() for s in monitor.samples), suite=suite, label=label,
-                 key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir))
+                 key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir),
+                 directory=str(run_dir))
     save(record, run_dir)
     return record
 
@@ -177,6 +179,6 @@ def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str
     """Store and return the record of a run that failed: no metrics, the error, the files it left."""
     record = Run(id=run_id, params=spec.params(repeat), metrics={}, metadata={}, status="failed",
                  error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
-                 started_at=started_at, finished_at=now(), files=_files(run_dir))
+                 started_at=started_at, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
     save(record, run_dir)
     return record

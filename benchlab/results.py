@@ -19,7 +19,8 @@ from typing import Iterable, Mapping
 from .errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from .schema import COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES, SAMPLE_FIELDS  # noqa: F401
+from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES,  # noqa: F401
+                     SAMPLE_FIELDS)
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 1
@@ -56,6 +57,8 @@ class Run:
     started_at: str | None = None
     finished_at: str | None = None
     files: tuple = field(default_factory=tuple)
+    #: Where the run's files are (not stored: known from where run.json was read or written); None in memory.
+    directory: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "failed"):
@@ -130,7 +133,7 @@ class Run:
         }
 
     @classmethod
-    def from_json(cls, doc: dict, *, source: str = "") -> "Run":
+    def from_json(cls, doc: dict, *, source: str = "", directory: str | None = None) -> "Run":
         if doc.get("format") != FORMAT:
             raise ResultsError(f"{source} is not a benchlab run (no format {FORMAT!r})")
         version = doc.get("version")
@@ -145,7 +148,7 @@ class Run:
             samples=tuple(map(tuple, doc.get("samples", ()))), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
-            files=tuple(doc.get("files", ())),
+            files=tuple(doc.get("files", ())), directory=directory,
         )
 
 
@@ -198,7 +201,7 @@ def read(path: Path) -> Run:
         doc = _parse(path)
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
-    return Run.from_json(doc, source=str(path))
+    return Run.from_json(doc, source=str(path), directory=str(path.parent))
 
 
 def find(paths: Iterable[str | Path]) -> list[Path]:
@@ -220,7 +223,7 @@ def find(paths: Iterable[str | Path]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _collector_paused():
+def collector_paused():
     """Pause the cyclic garbage collector (as it was, after). Reading makes some 100 objects a run and no
     cycle; left on, the collector walked the growing heap again and again, which cost as much as parsing
     the JSON at 10,000 runs. Nothing is lost: reference counting still frees every temporary."""
@@ -245,7 +248,7 @@ def load_runs(*paths: str | Path) -> list[Run]:
             f"no runs under {', '.join(str(p) for p in paths)}: run benchlab.run()/compare() with "
             "results_dir set there, or point at a directory that holds run.json files"
         )
-    with _collector_paused():
+    with collector_paused():
         runs = [read(f) for f in files]
     runs.sort(key=lambda r: (r.started_at or "", r.id))
     return runs
@@ -257,93 +260,3 @@ def frame(runs: Iterable[Run]):
 
     rows = [r.row() for r in runs]
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-class Suite:
-    """The runs of a comparison, with the statistics over them.
-
-    ``runs`` is the tidy frame (one row per run, :data:`COLUMNS`), ``samples`` the CPU and memory
-    samples of every run. ``summary()``, ``verdicts()``, ``table()`` and ``flags()`` read only those.
-
-    Example
-    -------
-    >>> import benchlab
-    >>> suite = benchlab.load("data/results")           # doctest: +SKIP
-    >>> suite.verdicts()["verdict"].tolist()            # doctest: +SKIP
-    """
-
-    #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
-    precision: dict | None = None
-
-    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
-        self.records: tuple[Run, ...] = tuple(runs)
-        self.path = path
-        self.runs = frame(self.records)
-        from .stats import pick_baseline
-
-        self.baseline = pick_baseline(self.runs, baseline)
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __repr__(self) -> str:
-        ok = int((self.runs["status"] == "ok").sum())
-        return f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}>"
-
-    def __add__(self, other: "Suite | Iterable[Run]") -> "Suite":
-        more = other.records if isinstance(other, Suite) else tuple(other)
-        return Suite([*self.records, *more], baseline=self.baseline)
-
-    @property
-    def samples(self):
-        import pandas as pd
-
-        frames = [r.samples_frame() for r in self.records if r.samples]
-        if not frames:
-            return pd.DataFrame(columns=["id", "server", *SAMPLE_FIELDS])
-        return pd.concat(frames, ignore_index=True)
-
-    @property
-    def warmups(self):
-        """The warm-up curves, one row per slice (:func:`benchlab.steady.curves`)."""
-        from .steady import curves
-
-        return curves(self.records)
-
-    def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
-        """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`."""
-        from . import stats
-
-        return stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
-                             baseline=baseline or self.baseline, alpha=alpha)
-
-    def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
-                 pairs: str = "baseline"):
-        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.stats.verdicts`."""
-        from . import stats
-
-        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
-
-    def table(self, metric: str = "rps", *, alpha: float = 0.05):
-        """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.stats.table`."""
-        from . import stats
-
-        return stats.table(self.runs, metric=metric, alpha=alpha)
-
-    def flags(self):
-        """Noise and validity flags per run and per cell; see :func:`benchlab.flags.flags`."""
-        from . import flags
-
-        return flags.flags(self.runs)
-
-
-def load(*paths: str | Path, baseline: str | None = None) -> Suite:
-    """Read one or more results directories back into a :class:`Suite`.
-
-    Example
-    -------
-    >>> import benchlab
-    >>> benchlab.load("data/results").summary()   # doctest: +SKIP
-    """
-    with _collector_paused():  # the frame too: 0.3 s less over 10,000 runs than pausing for the reading only
-        return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)

@@ -18,6 +18,13 @@ ERROR_COLUMNS = tuple(f"errors_{kind}" for kind in ERROR_KINDS)
 #: Percentile columns and the percentile each stands for (charts use the 'nines' scale).
 PERCENTILE_COLUMNS = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p99": 99.0, "p999": 99.9, "p9999": 99.99}
 
+#: The percentiles of a merged latency distribution shown by default (100 is the maximum).
+SPECTRUM = (50.0, 90.0, 99.0, 99.9, 99.99, 100.0)
+
+#: The columns of the merged latency frame (``Suite.latency()``), after the cell columns and the server:
+#: the percentile, its latency in seconds, its interval and how it was made, the runs merged, the latencies.
+MERGED_COLUMNS = ("percentile", "latency_s", "low", "high", "method", "n", "count")
+
 #: The latency columns: lowest, mean, spread, highest, then the percentiles; lower is better for all.
 LATENCY_COLUMNS = ("lat_min", "lat_mean", "lat_stdev", "lat_max", *PERCENTILE_COLUMNS)
 

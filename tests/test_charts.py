@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from benchlab import stats, charts, results
+from benchlab.suite import Suite
 from benchlab.errors import BenchlabError, ResultsError
 
 SERVERS = ("spring-tomcat", "spring-jetty")
@@ -234,3 +235,42 @@ def test_a_sweep_of_one_point_still_draws():
     x = layers(chart.to_dict())[0]["encoding"]["x"]
     assert x["scale"] == {"type": "log", "base": 2} and x["axis"]["values"] == [64]
     rendered(chart)
+
+
+# --- latency spectrum of merged cells ------------------------------------------------------------------------
+
+def test_spectrum_draws_merged_lines_bands_and_faint_runs(tmp_path):
+    import numpy as np
+
+    from benchlab.histogram import Histogram
+
+    records = []
+    for i, run in enumerate(make_run(s, r, connections=16) for r in (1, 2, 3) for s in SERVERS):
+        directory = tmp_path / run.id
+        results.save(run, directory)
+        Histogram.of(np.random.default_rng(i).lognormal(-6, 0.5, 2000)).save(directory)
+        records.append(results.read(directory / "run.json"))
+    suite = Suite(records)
+    chart = charts.spectrum(suite.latency(), suite.runs)
+    spec = chart.to_dict()
+    run_lines, band, lines = layers(spec)
+    assert lines["encoding"]["x"]["field"] == "nines" and lines["encoding"]["x"]["scale"]["type"] == "log"
+    assert lines["encoding"]["y"]["scale"]["type"] == "log"
+    assert run_lines["mark"]["opacity"] < 0.5 and run_lines["encoding"]["detail"]["field"] == "id"
+    assert band["mark"]["type"] == "area"
+    assert "'max'" in lines["encoding"]["x"]["axis"]["labelExpr"]
+    data = pd.DataFrame(next(iter(spec["datasets"].values())))
+    merged = data[data["kind"] == "merged"]
+    assert sorted(merged["percentile"].unique()) == [50, 90, 99, 99.9, 99.99, 100]
+    assert set(merged["server"]) == set(SERVERS) and set(data.loc[data["kind"] == "run", "id"]) == {r.id for r in records}
+    rendered(chart)
+    alone = charts.spectrum(suite.latency()).to_dict()
+    assert len(layers(alone)) == 2
+
+
+def test_spectrum_without_histograms_says_what_to_chart_instead(tmp_path):
+    import benchlab.tails as tails
+
+    empty = tails.latency([], results.frame([]))
+    with pytest.raises(ResultsError, match="charts.latency"):
+        charts.spectrum(empty)

@@ -101,7 +101,8 @@ def test_compare_notebook_runs_the_real_servers(compared):
     assert "no warm-up curves: these runs had a fixed warm-up" in text, "a fixed warm-up draws no curve, and says so"
     specs = charts_in(done.ipynb)
     titles = [s["title"]["text"] for s in specs]
-    assert len(specs) == 3 and titles[0].startswith("Throughput") and titles[1].startswith("Latency")
+    assert len(specs) == 4 and titles[0].startswith("Throughput") and titles[1].startswith("Latency")
+    assert titles[2].startswith("Latency spectrum")  # the merged cells: every run kept its histogram
     assert "2 s measured after 1 s warm-up" in " ".join(specs[0]["title"]["subtitle"])
     assert done.html.exists() and done.html.stat().st_size > 100_000
 

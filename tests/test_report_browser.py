@@ -50,7 +50,7 @@ def test_report_draws_every_chart_offline_without_errors(rendered, browser, tmp_
     html_text = rendered.html.read_text()
     assert "<script src=\"http" not in html_text and "<link href=\"http" not in html_text
     expected = html_text.count('class="benchlab-chart"')
-    assert expected == 3                                   # throughput, latency, resources
+    assert expected == 4                                   # throughput, latency, merged spectrum, resources
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []

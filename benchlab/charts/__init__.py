@@ -29,11 +29,13 @@ from __future__ import annotations
 from .frames import NINES_TICKS, describe, machine, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
+from .spectrum import spectrum
 from .timeline import resources, warmup
 
 __all__ = [
     "throughput",
     "latency",
+    "spectrum",
     "sweep",
     "resources",
     "warmup",

@@ -51,7 +51,8 @@ def get(name: str | None, model: str = "duration") -> LoadTool:
 
 def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
             monitor=None, runner=None) -> tuple[dict, str]:
-    """Run one phase of load and return ``(metrics, raw stdout)``.
+    """Run one phase of load and return ``(metrics, raw stdout)``; the measure phase's latency
+    histogram, where the tool gives one, is saved as ``workdir/latency.json``.
 
     ``runner``, when given, replaces the local process (the docker backend runs load in a container).
     It is called as ``runner(argv, cpus=..., timeout=..., monitor=..., workdir=...)``, must register its
@@ -74,9 +75,12 @@ def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, 
             (workdir / f"{driver.name}.err").write_text(finished.stderr)
     try:
         metrics = driver.parse(finished.stdout, invocation)
+        histogram = driver.histogram(finished.stdout, invocation) if phase == "measure" else None
     except LoadError as exc:
         raise LoadError(f"{exc} (exit {finished.returncode}; command: {' '.join(argv)})\n"
                         f"{tail(finished.stderr or finished.stdout, 8)}") from None
+    if histogram is not None:
+        histogram.save(workdir)
     return metrics, finished.stdout
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol
 
 from .. import process
+
+if TYPE_CHECKING:
+    from ..histogram import Histogram
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,14 @@ class LoadTool(Protocol):
     name: str
     models: tuple[str, ...]
     install: str
+    corrected: str | None
 
     def executable(self) -> str: ...
     def version(self) -> str: ...
     def check(self, load) -> None: ...
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation: ...
     def parse(self, stdout: str, invocation: Invocation) -> dict: ...
+    def histogram(self, stdout: str, invocation: Invocation) -> "Histogram | None": ...
 
 
 class Driver:
@@ -61,6 +66,8 @@ class Driver:
     models: tuple[str, ...] = ()
     install = ""
     version_flag = "--version"
+    #: What the tool did to its latencies before reporting them (wrk's correction), None when nothing.
+    corrected: str | None = None
 
     def check(self, load) -> None:
         """Refuse this tool's own inputs (a user's JMeter plan) before any server starts; none by default."""
@@ -78,6 +85,11 @@ class Driver:
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:
         raise NotImplementedError
+
+    def histogram(self, stdout: str, invocation: Invocation) -> "Histogram | None":
+        """The measure phase's whole latency distribution, from the same output :meth:`parse` read; None
+        when the tool gives none."""
+        return None
 
 
 def version_of(argv: list[str], pattern: str = "") -> str:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import LoadError, UsageError
+from ..histogram import Histogram
 from ..schema import SECONDS
 from . import latency
 from .base import Driver, Invocation
@@ -60,6 +61,21 @@ class H2load(Driver):
     def parse(self, stdout: str, invocation: Invocation) -> dict:
         log = invocation.files["log"]
         return parse(stdout, log.read_text() if log.exists() else "")
+
+    def histogram(self, stdout: str, invocation: Invocation) -> Histogram | None:
+        log = invocation.files["log"]
+        return distribution(log.read_text()) if log.exists() else None
+
+
+def distribution(log: str) -> Histogram:
+    r"""The histogram of every request's latency in h2load's per-request log (its third column, microseconds).
+
+    >>> distribution("1700000000000000\t200\t1500\n1700000000000100\t200\t2500\n").max
+    0.0025
+    """
+    us = SECONDS["us"]
+    return Histogram.of([int(line.split("\t")[2]) * us for line in log.splitlines() if line.strip()],
+                        source="h2load per-request log")
 
 
 def parse(stdout: str, log: str) -> dict:

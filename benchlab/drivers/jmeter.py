@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape
 
 from .. import home, process
 from ..errors import LoadError, ToolMissing, UsageError
+from ..histogram import Histogram
 from ..schema import ERROR_KINDS, SECONDS
 from . import latency
 from .base import Driver, Invocation, version_of
@@ -211,6 +212,10 @@ class JMeter(Driver):
             raise LoadError(f"JMeter recorded {metrics['requests']} of {planned} planned requests; see {log}")
         return metrics
 
+    def histogram(self, stdout: str, invocation: Invocation) -> Histogram | None:
+        jtl = invocation.files["jtl"]
+        return distribution(jtl.read_text()) if jtl.exists() else None
+
 
 def jtl_path(workdir: Path, phase: str) -> Path:
     return Path(workdir) / f"jmeter-{phase}.jtl"
@@ -231,6 +236,17 @@ def _error_kind(row: dict) -> str | None:
     if "broken pipe" in text or "write" in text:
         return "write"
     return "read" if not code.isdigit() else "status"
+
+
+def distribution(jtl: str) -> Histogram:
+    r"""The histogram of every sample's ``elapsed`` (whole milliseconds) in a JTL in CSV with its header.
+
+    >>> distribution("timeStamp,elapsed\n1700000000000,0\n1700000000001,3\n").percentile(50)
+    0.0
+    """
+    ms = SECONDS["ms"]
+    return Histogram.of([int(row["elapsed"]) * ms for row in csv.DictReader(io.StringIO(jtl))],
+                        source="JMeter JTL, whole milliseconds")
 
 
 def parse(jtl: str) -> dict:

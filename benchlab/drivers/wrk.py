@@ -1,4 +1,10 @@
-"""wrk: a closed loop for a fixed time, with its Lua ``done()`` reporter and a parser for its text report."""
+"""wrk: a closed loop for a fixed time, with its Lua ``done()`` reporter and a parser for its text report.
+
+wrk 4.x corrects its latencies for coordinated omission before ``done()`` runs: after the load, every
+recorded latency longer than twice the mean time between a connection's requests adds synthetic samples
+(that latency minus one, two, ... intervals). Its percentiles and the histogram kept here both include
+them, so the histogram counts more latencies than requests; :data:`CORRECTED` says so in the run's metadata.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,16 @@ import re
 from pathlib import Path
 
 from ..errors import LoadError
+from ..histogram import Histogram
 from ..schema import BYTES, ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
 from .base import Driver, Invocation
 
 MARK = "BENCHLAB_JSON "
+DISTRIBUTION = "BENCHLAB_LATENCY "
+
+#: What wrk did to its latencies before reporting them; recorded as the run's ``latency_corrected``.
+CORRECTED = ("wrk 4.x coordinated-omission correction: synthetic samples added for latencies over twice the "
+             "mean interval between a connection's requests")
 
 # wrk calls done() once, after the run, with every latency it recorded (in microseconds).
 REPORTER = r"""
@@ -33,13 +45,30 @@ end
     "@ERRORS@", "{" + ",".join(f'"{kind}":%.0f' for kind in ERROR_KINDS) + "}").replace(
     "@ERROR_VALUES@", ", ".join(f"e.{kind}" for kind in ERROR_KINDS))
 
+# The measure phase's reporter also writes every (latency, count) wrk recorded, in microseconds. latency(i)
+# walks wrk's buckets from the lowest each time, so this is quadratic in the distinct latencies: some 0.1 s
+# for a few thousand of them, after the load ended.
+DISTRIBUTION_REPORTER = r"""
+local report = done
+done = function(summary, latency, requests)
+  report(summary, latency, requests)
+  local seen = {}
+  for i = 1, #latency do
+    local value, count = latency(i)
+    seen[i] = string.format("%d:%d", value, count)
+  end
+  io.write("BENCHLAB_LATENCY ", table.concat(seen, ","), "\n")
+end
+"""
+
 
 def _lua_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def script(scenario) -> str:
-    """The Lua script for one scenario: its method, body and headers, then the reporter."""
+def script(scenario, *, distribution: bool = False) -> str:
+    """The Lua script for one scenario: its method, body and headers, then the reporter (with every latency
+    and its count when ``distribution``)."""
     lines = []
     if scenario.method != "GET":
         lines.append(f"wrk.method = {_lua_string(scenario.method)}")
@@ -47,7 +76,7 @@ def script(scenario) -> str:
         lines.append(f"wrk.body = {_lua_string(scenario.body.decode())}")
     if scenario.content_type:
         lines.append(f'wrk.headers["Content-Type"] = {_lua_string(scenario.content_type)}')
-    return "\n".join(lines) + "\n" + REPORTER
+    return "\n".join(lines) + "\n" + REPORTER + (DISTRIBUTION_REPORTER if distribution else "")
 
 
 def _whole_seconds(seconds: float) -> str:
@@ -59,10 +88,11 @@ class Wrk(Driver):
     models = ("duration",)
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
     version_flag = "-v"
+    corrected = CORRECTED
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         lua = Path(workdir) / "wrk.lua"
-        lua.write_text(script(scenario))
+        lua.write_text(script(scenario, distribution=phase == "measure"))
         seconds = load.warmup if phase == "warmup" else load.duration
         argv = [
             self.executable(),
@@ -78,6 +108,23 @@ class Wrk(Driver):
 
     def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
         return parse(stdout)
+
+    def histogram(self, stdout: str, invocation: Invocation | None = None) -> Histogram | None:
+        return distribution(stdout)
+
+
+def distribution(stdout: str) -> Histogram | None:
+    """The histogram of the reporter's ``BENCHLAB_LATENCY value:count,...`` line (microseconds), or None.
+
+    >>> distribution("BENCHLAB_LATENCY 100:3,250:1").count
+    4
+    """
+    for line in stdout.splitlines():
+        if line.startswith(DISTRIBUTION):
+            pairs = [pair.split(":") for pair in line[len(DISTRIBUTION):].split(",") if pair]
+            values = [int(value) * SECONDS["us"] for value, _ in pairs]
+            return Histogram.of_counts(values, [int(count) for _, count in pairs], source="wrk, corrected")
+    return None
 
 
 def parse(stdout: str) -> dict:

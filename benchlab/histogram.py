@@ -1,0 +1,237 @@
+"""A run's whole latency distribution: log buckets of 1% width, merged by adding counts, kept beside run.json.
+
+Bucket ``i`` holds the latencies ``x`` with ``round(log(x / 1 us) / log(1.01)) == i``, so every value is
+within 0.5% of its bucket's representative ``1 us * 1.01**i`` (HdrHistogram's idea, with a relative
+instead of a decimal precision). Latencies of exactly 0 (JMeter's whole milliseconds) get a bucket of
+their own. The count, the sum, the lowest and the highest value are kept exactly, so the mean, the
+minimum and the maximum are exact; a percentile is the nearest rank's bucket, within 0.5% of the exact
+nearest-rank percentile of the raw latencies. Two runs' histograms merge by adding their counts.
+
+The file, ``latency.json``, is versioned like ``run.json``: sparse ``{"bucket": count}``, latencies in seconds.
+
+>>> h = Histogram.of([0.001, 0.002, 0.003, 0.004])
+>>> h.count, h.percentile(50), h.max          # p50 within 0.5% of 0.002; the max exact
+(4, 0.002002..., 0.004)
+>>> merged = h + Histogram.of([0.010])
+>>> merged.count, merged.percentile(100)
+(5, 0.01)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from .errors import ResultsError
+
+FORMAT = "benchlab-latency"
+FORMAT_VERSION = 1
+
+#: The file beside run.json that holds a run's histogram.
+FILE = "latency.json"
+
+#: The latency of bucket 0, in seconds, and the ratio between neighbouring buckets.
+UNIT = 1e-6
+RATIO = 1.01
+
+#: The bucket of latencies of exactly 0 (or below: a clock that stepped back).
+ZERO = "zero"
+
+_LOG_RATIO = math.log(RATIO)
+
+
+def buckets(seconds) -> np.ndarray:
+    """The bucket index of each latency in seconds (positive ones; see :data:`ZERO` for the rest).
+
+    >>> buckets([1e-6, 1.01e-6, 1e-3]).tolist()
+    [0, 1, 694]
+    """
+    return np.rint(np.log(np.asarray(seconds, dtype=float) / UNIT) / _LOG_RATIO).astype(np.int64)
+
+
+def representative(index) -> np.ndarray:
+    """The latency, in seconds, that stands for bucket ``index``.
+
+    >>> float(representative(694))             # 1 ms falls in bucket 694, 0.2% away
+    0.000997776...
+    """
+    return UNIT * np.power(RATIO, np.asarray(index, dtype=float))
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts per log bucket (``{index: count}``, sorted), the zeros, and the exact count, sum, min and max.
+
+    Build it with :meth:`of` (raw latencies) or :meth:`of_counts` (value, count pairs); ``a + b`` merges.
+    ``source`` says where the latencies came from, and what the tool did to them (wrk's correction).
+    """
+
+    counts: Mapping[int, int]
+    zeros: int = 0
+    total: float = 0.0
+    min: float = math.nan
+    max: float = math.nan
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.zeros < 0 or any(c < 0 for c in self.counts.values()):
+            raise ValueError("a histogram's counts cannot be negative")
+        object.__setattr__(self, "counts", {int(i): int(self.counts[i]) for i in sorted(self.counts)
+                                            if self.counts[i]})
+
+    # -- building ----------------------------------------------------------------------------------------
+    @classmethod
+    def of(cls, seconds: Iterable[float], *, source: str = "") -> "Histogram":
+        """The histogram of raw latencies in seconds."""
+        values = np.asarray(seconds if isinstance(seconds, np.ndarray) else list(seconds), dtype=float)
+        return cls.of_counts(values, np.ones(len(values), dtype=np.int64), source=source)
+
+    @classmethod
+    def of_counts(cls, seconds, counts, *, source: str = "") -> "Histogram":
+        """The histogram of latencies in seconds, each seen ``counts`` times (wrk's value, count pairs)."""
+        values = np.asarray(seconds, dtype=float)
+        weights = np.asarray(counts, dtype=np.int64)
+        if values.shape != weights.shape:
+            raise ValueError(f"{len(values)} latencies but {len(weights)} counts")
+        if np.isnan(values).any():
+            raise ValueError("a latency is NaN")
+        keep = weights > 0
+        values, weights = values[keep], weights[keep]
+        positive = values > 0
+        index, inverse = np.unique(buckets(values[positive]), return_inverse=True)
+        summed = np.bincount(inverse, weights=weights[positive], minlength=len(index)).astype(np.int64)
+        return cls(counts=dict(zip(index.tolist(), summed.tolist())), zeros=int(weights[~positive].sum()),
+                   total=float(np.dot(np.clip(values, 0, None), weights)) if len(values) else 0.0,
+                   min=float(values.min()) if len(values) else math.nan,
+                   max=float(values.max()) if len(values) else math.nan, source=source)
+
+    def __add__(self, other: "Histogram") -> "Histogram":
+        merged = dict(self.counts)
+        for index, count in other.counts.items():
+            merged[index] = merged.get(index, 0) + count
+        sources = " + ".join(dict.fromkeys(s for s in (self.source, other.source) if s))
+        return Histogram(counts=merged, zeros=self.zeros + other.zeros, total=self.total + other.total,
+                         min=float(np.nanmin([self.min, other.min])) if self.count + other.count else math.nan,
+                         max=float(np.nanmax([self.max, other.max])) if self.count + other.count else math.nan,
+                         source=sources)
+
+    @staticmethod
+    def merge(histograms: Iterable["Histogram"]) -> "Histogram":
+        """All ``histograms`` as one (an empty one when there are none)."""
+        merged = Histogram(counts={})
+        for histogram in histograms:
+            merged = merged + histogram
+        return merged
+
+    # -- reading -----------------------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        return self.zeros + sum(self.counts.values())
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+    def percentile(self, q: float) -> float:
+        """The nearest-rank ``q``-th percentile (0 < q <= 100), in seconds; 100 is the exact maximum."""
+        if not 0 <= q <= 100:
+            raise ValueError(f"a percentile is between 0 and 100, not {q}")
+        if not self.count:
+            return math.nan
+        return float(self.percentiles([q])[0])
+
+    def percentiles(self, qs: Iterable[float]) -> np.ndarray:
+        """:meth:`percentile` of each of ``qs`` at once."""
+        index = np.fromiter(self.counts, dtype=np.int64, count=len(self.counts))
+        counts = np.fromiter(self.counts.values(), dtype=np.int64, count=len(self.counts))
+        return quantiles(index, np.concatenate([[self.zeros], counts])[None, :], qs, self.min, self.max)[0]
+
+    # -- storage -----------------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": FORMAT_VERSION, "unit": UNIT, "ratio": RATIO, "source": self.source,
+                "count": self.count, "sum": self.total, "min": _number(self.min), "max": _number(self.max),
+                ZERO: self.zeros, "buckets": {str(i): c for i, c in self.counts.items()}}
+
+    @classmethod
+    def from_json(cls, doc: dict, *, source: str = "") -> "Histogram":
+        if doc.get("format") != FORMAT:
+            raise ResultsError(f"{source} is not a benchlab latency histogram (no format {FORMAT!r})")
+        version = doc.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ResultsError(f"{source} was written by a newer benchlab (latency format version {version}): "
+                               "upgrade benchlab (pip install -U benchlab) to read it")
+        if doc.get("unit") != UNIT or doc.get("ratio") != RATIO:
+            raise ResultsError(f"{source} has buckets of another size (unit {doc.get('unit')}, ratio "
+                               f"{doc.get('ratio')}): it cannot be merged with this benchlab's")
+        histogram = cls(counts={int(i): c for i, c in doc["buckets"].items()}, zeros=int(doc.get(ZERO, 0)),
+                        total=float(doc["sum"]), min=_nan(doc["min"]), max=_nan(doc["max"]),
+                        source=doc.get("source", ""))
+        if histogram.count != doc["count"]:
+            raise ResultsError(f"{source}: its buckets hold {histogram.count} latencies, not the {doc['count']} "
+                               "it says: the file is damaged")
+        return histogram
+
+    def save(self, directory: Path) -> Path:
+        """Write ``directory/latency.json`` atomically (a temporary file, then a rename); return its path."""
+        # not results.write_atomic: results reads histograms (through tails), so it cannot be imported here
+        path = Path(directory) / FILE
+        temporary = path.with_name(f".{FILE}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        return path
+
+
+def read(directory: str | Path | None) -> Histogram | None:
+    """The histogram stored in a run's directory, or None when it has none (an imported or older run)."""
+    if directory is None:
+        return None
+    path = Path(directory) / FILE
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"cannot read {path}: {exc}") from None
+    return Histogram.from_json(doc, source=str(path))
+
+
+def quantiles(index: np.ndarray, counts: np.ndarray, qs: Iterable[float], low, high) -> np.ndarray:
+    """Nearest-rank percentiles of many histograms over the same buckets at once.
+
+    ``index`` is the sorted bucket indexes (K), ``counts`` a (rows, 1 + K) array whose first column counts
+    the zeros; the result is (rows, len(qs)) in seconds, clamped to ``[low, high]`` (each row's exact
+    extremes: numbers, or arrays of one per row), NaN for an empty row. The resampling of runs calls this
+    with one row per resample.
+
+    >>> quantiles(np.array([0, 694]), np.array([[1, 1, 2]]), [50, 100], 0.0, 0.002).round(6).tolist()
+    [[1e-06, 0.002]]
+    """
+    qs = np.asarray(list(qs), dtype=float)
+    low = np.reshape(np.asarray(low, dtype=float), (-1, 1))
+    high = np.reshape(np.asarray(high, dtype=float), (-1, 1))
+    values = np.concatenate([[0.0], representative(index)])
+    cumulative = np.cumsum(counts, axis=1)
+    n = cumulative[:, -1:]
+    # round() first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, whose ceiling is 1000.
+    rank = np.maximum(1, np.ceil(np.round(qs[None, :] * n / 100.0, 9)))
+    found = np.array([np.searchsorted(row, r, side="left") for row, r in zip(cumulative, rank)]).reshape(rank.shape)
+    result = np.clip(values[np.minimum(found, len(values) - 1)], low, high)
+    result[np.repeat(n == 0, len(qs), axis=1)] = np.nan
+    return np.where(qs[None, :] >= 100, high, result)
+
+
+def _number(value: float):
+    return None if math.isnan(value) else value
+
+
+def _nan(value) -> float:
+    return math.nan if value is None else float(value)

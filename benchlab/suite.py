@@ -1,0 +1,111 @@
+"""A comparison's runs as one object: the tidy frame, the samples, and every statistic over them.
+
+:func:`load` reads stored runs into a :class:`Suite`; ``compare()`` returns one. Its methods only read the
+records (:mod:`benchlab.results`) and hand them to the statistics modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .results import Run, collector_paused, frame, load_runs
+from .schema import SAMPLE_FIELDS, SPECTRUM
+
+
+class Suite:
+    """The runs of a comparison, with the statistics over them.
+
+    ``runs`` is the tidy frame (one row per run, :data:`~benchlab.schema.COLUMNS`), ``samples`` the CPU and memory
+    samples of every run. ``summary()``, ``verdicts()``, ``table()`` and ``flags()`` read only those.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> suite = benchlab.load("data/results")           # doctest: +SKIP
+    >>> suite.verdicts()["verdict"].tolist()            # doctest: +SKIP
+    """
+
+    #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
+    precision: dict | None = None
+
+    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
+        self.records: tuple[Run, ...] = tuple(runs)
+        self.path = path
+        self.runs = frame(self.records)
+        from .stats import pick_baseline
+
+        self.baseline = pick_baseline(self.runs, baseline)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        ok = int((self.runs["status"] == "ok").sum())
+        return f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}>"
+
+    def __add__(self, other: "Suite | Iterable[Run]") -> "Suite":
+        more = other.records if isinstance(other, Suite) else tuple(other)
+        return Suite([*self.records, *more], baseline=self.baseline)
+
+    @property
+    def samples(self):
+        import pandas as pd
+
+        frames = [r.samples_frame() for r in self.records if r.samples]
+        if not frames:
+            return pd.DataFrame(columns=["id", "server", *SAMPLE_FIELDS])
+        return pd.concat(frames, ignore_index=True)
+
+    @property
+    def warmups(self):
+        """The warm-up curves, one row per slice (:func:`benchlab.steady.curves`)."""
+        from .steady import curves
+
+        return curves(self.records)
+
+    def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
+        """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.stats.summary`. A latency
+        percentile is the merged one where the runs kept histograms (:func:`benchlab.tails.into_summary`)."""
+        from . import stats, tails
+
+        summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
+                                baseline=baseline or self.baseline, alpha=alpha)
+        return tails.into_summary(summary, self.records, self.runs, baseline or self.baseline, alpha=alpha)
+
+    def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
+        """Each cell's merged latency percentiles with run bootstrap intervals; see :func:`benchlab.tails.latency`."""
+        from . import tails
+
+        return tails.latency(self.records, self.runs, percentiles=percentiles, alpha=alpha)
+
+    def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
+                 pairs: str = "baseline"):
+        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.stats.verdicts`."""
+        from . import stats
+
+        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
+
+    def table(self, metric: str = "rps", *, alpha: float = 0.05):
+        """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.stats.table`."""
+        from . import stats
+
+        return stats.table(self.runs, metric=metric, alpha=alpha)
+
+    def flags(self):
+        """Noise and validity flags per run and per cell; see :func:`benchlab.flags.flags`."""
+        from . import flags
+
+        return flags.flags(self.runs)
+
+
+def load(*paths: str | Path, baseline: str | None = None) -> Suite:
+    """Read one or more results directories back into a :class:`Suite`.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> benchlab.load("data/results").summary()   # doctest: +SKIP
+    """
+    with collector_paused():  # the frame too: 0.3 s less over 10,000 runs than pausing for the reading only
+        return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)

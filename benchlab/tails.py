@@ -1,0 +1,151 @@
+"""The merged latency of each cell: percentiles of all its runs' requests, with an interval from resampling runs.
+
+A cell's p99 is not the mean of its runs' p99s: the runs' histograms (:mod:`benchlab.histogram`) are merged
+by adding their counts, and the percentile is read from the merged distribution, as if the repeats had been
+one long run. Its interval comes from the run bootstrap: the runs (the independent unit; requests within a
+run are not) are drawn with replacement, merged again and the percentile read again, ``resamples`` times;
+the interval is the ``alpha/2`` and ``1 - alpha/2`` quantiles of those. With few runs there are few distinct
+draws (10 at 3 runs), so this interval is narrow there: read it as the spread of the repeats, not as a
+calibrated 95% interval. One run has no interval. Runs without a histogram (imported, older) are left out;
+a cell with none has no row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import cells
+from .histogram import Histogram, quantiles, read
+from .schema import MERGED_COLUMNS, PERCENTILE_COLUMNS, SPECTRUM
+
+#: The interval's method, as the ``method`` column names it.
+METHOD = "run bootstrap"
+
+
+def _matrix(histograms: list[Histogram]):
+    """``(index, counts, mins, maxes)``: the runs' counts over the union of their buckets, zeros first."""
+    index = np.array(sorted(set().union(*(h.counts for h in histograms))), dtype=np.int64)
+    position = {i: k + 1 for k, i in enumerate(index.tolist())}
+    counts = np.zeros((len(histograms), len(index) + 1), dtype=np.int64)
+    for row, histogram in enumerate(histograms):
+        counts[row, 0] = histogram.zeros
+        for i, c in histogram.counts.items():
+            counts[row, position[i]] = c
+    return index, counts, np.array([h.min for h in histograms]), np.array([h.max for h in histograms])
+
+
+def resampled(histograms: list[Histogram], qs, *, resamples: int = 2000, seed: int = 0):
+    """``(merged, draws)``: the percentiles ``qs`` of the merged runs, and of ``resamples`` run bootstrap
+    draws (a (resamples, len(qs)) array; None below 2 runs).
+
+    >>> from benchlab.histogram import Histogram
+    >>> runs = [Histogram.of([0.001] * 99 + [0.010]), Histogram.of([0.001] * 99 + [0.020])]
+    >>> merged, draws = resampled(runs, [50, 100]); merged.round(4).tolist(), draws.shape
+    ([0.001, 0.02], (2000, 2))
+    """
+    index, counts, mins, maxes = _matrix(histograms)
+    merged = quantiles(index, counts.sum(axis=0)[None, :], qs, mins.min(), maxes.max())[0]
+    if len(histograms) < 2:
+        return merged, None
+    n = len(histograms)
+    weights = np.random.default_rng(seed).multinomial(n, [1.0 / n] * n, size=resamples)
+    chosen = weights > 0
+    low = np.where(chosen, mins[None, :], np.inf).min(axis=1)
+    high = np.where(chosen, maxes[None, :], -np.inf).max(axis=1)
+    return merged, quantiles(index, weights @ counts, qs, low, high)
+
+
+def latency(records, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: float = 0.05,
+            resamples: int = 2000) -> pd.DataFrame:
+    """The merged percentiles of every cell and server: the cell columns, server, then :data:`MERGED_COLUMNS`.
+
+    ``records`` are the runs (:class:`~benchlab.results.Run`), ``runs`` their frame, row for row.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> benchlab.load("data/results").latency(percentiles=(50, 99))  # doctest: +SKIP
+    """
+    return _frame(_cells(records, runs, percentiles, resamples), percentiles, alpha)
+
+
+def _cells(records, runs: pd.DataFrame, percentiles, resamples: int) -> list[dict]:
+    """One entry per cell and server whose runs have histograms: keys, server, merged values and draws."""
+    found = []
+    keys, groups = cells.group(cells.ok(runs))
+    for cell, group in groups:
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        for server, server_runs in group.groupby("server", sort=False):
+            histograms = [h for h in (read(records[i].directory) for i in server_runs.index) if h is not None]
+            if not histograms:
+                continue
+            # each cell its own seed, so a ratio of two cells' draws pairs independent draws
+            merged, draws = resampled(histograms, percentiles, resamples=resamples, seed=len(found))
+            found.append({"cell": {c: cells.restore(v) for c, v in zip(keys, cell)}, "server": server,
+                          "merged": merged, "draws": draws, "n": len(histograms),
+                          "count": sum(h.count for h in histograms)})
+    return found
+
+
+def _frame(found: list[dict], percentiles, alpha: float) -> pd.DataFrame:
+    rows = []
+    for entry in found:
+        draws = entry["draws"]
+        for k, q in enumerate(percentiles):
+            low, high = ((math.nan, math.nan) if draws is None else
+                         np.quantile(draws[:, k], [alpha / 2, 1 - alpha / 2]).tolist())
+            rows.append({**entry["cell"], "server": entry["server"], "percentile": float(q),
+                         "latency_s": float(entry["merged"][k]), "low": low, "high": high,
+                         "method": METHOD if draws is not None else "none", "n": entry["n"],
+                         "count": entry["count"]})
+    columns = [*(found[0]["cell"] if found else ()), "server", *MERGED_COLUMNS]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def into_summary(summary: pd.DataFrame, records, runs: pd.DataFrame, baseline: str | None, *,
+                 alpha: float = 0.05, resamples: int = 2000) -> pd.DataFrame:
+    """The summary with each latency percentile row (p50 ... p9999) of a cell whose runs have histograms
+    taken from the merged distribution: ``mean`` is the merged percentile, ``ci_low``/``ci_high`` its run
+    bootstrap interval (``ci_method`` "merged, run bootstrap"), ``ratio`` merged over the baseline's merged,
+    with an interval from independent draws of both. n, median, stdev, cv, min and max still describe the
+    runs' own percentiles (the per-run table shows each run's)."""
+    metrics = [m for m in summary["metric"].unique() if m in PERCENTILE_COLUMNS] if len(summary) else []
+    if not metrics:
+        return summary
+    qs = [PERCENTILE_COLUMNS[m] for m in metrics]
+    found = _cells(records, runs, qs, resamples)
+    if not found:
+        return summary
+    summary = summary.copy()
+    key_columns = list(found[0]["cell"])
+    by_key = {(tuple(cells.key(v) for v in e["cell"].values()), e["server"]): e for e in found}
+    for position, row in enumerate(summary.to_dict("records")):
+        if row["metric"] not in metrics:
+            continue
+        cell = tuple(cells.key(row.get(c)) for c in key_columns)
+        mine, base = by_key.get((cell, row["server"])), by_key.get((cell, baseline))
+        if mine is None:
+            continue
+        k = metrics.index(row["metric"])
+        update = {"mean": mine["merged"][k], "ci_method": "merged, " + (METHOD if mine["draws"] is not None
+                                                                     else "none")}
+        update["ci_low"], update["ci_high"] = _bounds(mine["draws"], k, alpha)
+        if base is not None and base["merged"][k] > 0:
+            update["ratio"] = mine["merged"][k] / base["merged"][k]
+            both = None if mine["draws"] is None or base["draws"] is None else (
+                mine["draws"][:, k] / base["draws"][:, k])[:, None]
+            update["ratio_low"], update["ratio_high"] = _bounds(both, 0, alpha)
+            update["ratio_method"] = METHOD if both is not None else "none"
+        for column, value in update.items():
+            summary.iloc[position, summary.columns.get_loc(column)] = value
+    return summary
+
+
+def _bounds(draws, k: int, alpha: float) -> tuple[float, float]:
+    if draws is None:
+        return math.nan, math.nan
+    low, high = np.quantile(draws[:, k], [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
