@@ -32,6 +32,7 @@ class Suite:
     def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
         self.records: tuple[Run, ...] = tuple(runs)
         self.path = path
+        self._histograms: tuple | None = None
         self.runs = frame(self.records)
         from .stats import pick_baseline
 
@@ -58,6 +59,15 @@ class Suite:
         return pd.concat(frames, ignore_index=True)
 
     @property
+    def histograms(self) -> tuple:
+        """Each run's stored latency histogram (None where it kept none), read once per suite."""
+        if self._histograms is None:
+            from .histogram import read
+
+            self._histograms = tuple(read(r.directory) for r in self.records)
+        return self._histograms
+
+    @property
     def warmups(self):
         """The warm-up curves, one row per slice (:func:`benchlab.steady.curves`)."""
         from .steady import curves
@@ -71,13 +81,13 @@ class Suite:
 
         summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
                                 baseline=baseline or self.baseline, alpha=alpha)
-        return tails.into_summary(summary, self.records, self.runs, baseline or self.baseline, alpha=alpha)
+        return tails.into_summary(summary, self.histograms, self.runs, baseline or self.baseline, alpha=alpha)
 
     def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
         """Each cell's merged latency percentiles with run bootstrap intervals; see :func:`benchlab.tails.latency`."""
         from . import tails
 
-        return tails.latency(self.records, self.runs, percentiles=percentiles, alpha=alpha)
+        return tails.latency(self.histograms, self.runs, percentiles=percentiles, alpha=alpha)
 
     def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
                  pairs: str = "baseline"):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import cells
-from .histogram import Histogram, quantiles, read
+from .histogram import Histogram, quantiles
 from .schema import MERGED_COLUMNS, PERCENTILE_COLUMNS, SPECTRUM
 
 #: The interval's method, as the ``method`` column names it.
@@ -58,35 +58,36 @@ def resampled(histograms: list[Histogram], qs, *, resamples: int = 2000, seed: i
     return merged, quantiles(index, weights @ counts, qs, low, high)
 
 
-def latency(records, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: float = 0.05,
+def latency(histograms, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: float = 0.05,
             resamples: int = 2000) -> pd.DataFrame:
     """The merged percentiles of every cell and server: the cell columns, server, then :data:`MERGED_COLUMNS`.
 
-    ``records`` are the runs (:class:`~benchlab.results.Run`), ``runs`` their frame, row for row.
+    ``histograms`` are the runs' stored histograms (None for a run without one), ``runs`` their frame, row
+    for row (``Suite.histograms`` reads them once per suite).
 
     Example
     -------
     >>> import benchlab
     >>> benchlab.load("data/results").latency(percentiles=(50, 99))  # doctest: +SKIP
     """
-    return _frame(_cells(records, runs, percentiles, resamples), percentiles, alpha)
+    return _frame(_cells(histograms, runs, percentiles, resamples), percentiles, alpha)
 
 
-def _cells(records, runs: pd.DataFrame, percentiles, resamples: int) -> list[dict]:
+def _cells(histograms, runs: pd.DataFrame, percentiles, resamples: int) -> list[dict]:
     """One entry per cell and server whose runs have histograms: keys, server, merged values and draws."""
     found = []
     keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         for server, server_runs in group.groupby("server", sort=False):
-            histograms = [h for h in (read(records[i].directory) for i in server_runs.index) if h is not None]
-            if not histograms:
+            kept = [histograms[i] for i in server_runs.index if histograms[i] is not None]
+            if not kept:
                 continue
             # each cell its own seed, so a ratio of two cells' draws pairs independent draws
-            merged, draws = resampled(histograms, percentiles, resamples=resamples, seed=len(found))
+            merged, draws = resampled(kept, percentiles, resamples=resamples, seed=len(found))
             found.append({"cell": {c: cells.restore(v) for c, v in zip(keys, cell)}, "server": server,
-                          "merged": merged, "draws": draws, "n": len(histograms),
-                          "count": sum(h.count for h in histograms)})
+                          "merged": merged, "draws": draws, "n": len(kept),
+                          "count": sum(h.count for h in kept)})
     return found
 
 
@@ -105,7 +106,7 @@ def _frame(found: list[dict], percentiles, alpha: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def into_summary(summary: pd.DataFrame, records, runs: pd.DataFrame, baseline: str | None, *,
+def into_summary(summary: pd.DataFrame, histograms, runs: pd.DataFrame, baseline: str | None, *,
                  alpha: float = 0.05, resamples: int = 2000) -> pd.DataFrame:
     """The summary with each latency percentile row (p50 ... p9999) of a cell whose runs have histograms
     taken from the merged distribution: ``mean`` is the merged percentile, ``ci_low``/``ci_high`` its run
@@ -116,7 +117,7 @@ def into_summary(summary: pd.DataFrame, records, runs: pd.DataFrame, baseline: s
     if not metrics:
         return summary
     qs = [PERCENTILE_COLUMNS[m] for m in metrics]
-    found = _cells(records, runs, qs, resamples)
+    found = _cells(histograms, runs, qs, resamples)
     if not found:
         return summary
     summary = summary.copy()
