@@ -21,6 +21,9 @@ from . import cells
 from .histogram import Histogram, quantiles
 from .schema import MERGED_COLUMNS, PERCENTILE_COLUMNS, SPECTRUM
 
+#: Cells of more runs than this are resampled 400 times rather than ``resamples`` (see :func:`resampled`).
+LARGE = 100
+
 #: The interval's method, as the ``method`` column names it.
 METHOD = "run bootstrap"
 
@@ -51,11 +54,15 @@ def resampled(histograms: list[Histogram], qs, *, resamples: int = 2000, seed: i
     if len(histograms) < 2:
         return merged, None
     n = len(histograms)
+    # Past LARGE runs a draw averages over so many runs that its distribution is near normal, and 400 draws
+    # place its 2.5% and 97.5% points well enough; 2000 draws of 1,667 runs took 5 s of a 10,000-run summary.
+    resamples = resamples if n <= LARGE else min(resamples, 400)
     weights = np.random.default_rng(seed).multinomial(n, [1.0 / n] * n, size=resamples)
     chosen = weights > 0
     low = np.where(chosen, mins[None, :], np.inf).min(axis=1)
     high = np.where(chosen, maxes[None, :], -np.inf).max(axis=1)
-    return merged, quantiles(index, weights @ counts, qs, low, high)
+    # as floats: numpy multiplies int64 matrices without BLAS, 30x slower; counts stay exact below 2**53
+    return merged, quantiles(index, weights.astype(float) @ counts.astype(float), qs, low, high)
 
 
 def latency(histograms, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: float = 0.05,

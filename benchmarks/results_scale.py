@@ -1,7 +1,7 @@
 """How long does reading and summarising 10,000 stored runs take? benchlab.load, then the statistics.
 
-It writes N realistic runs (3 servers x 2 cells x N/6 repeats, with monitor samples, metadata and a few
-failed runs) into a temporary directory with ``benchlab.results.save``, then times, over several rounds
+It writes N realistic runs (3 servers x 2 cells x N/6 repeats, with monitor samples, metadata, a latency
+histogram and a few failed runs) into a temporary directory with ``benchlab.results.save``, then times, over several rounds
 in alternating order (load then analyse, analyse then load), (a) ``benchlab.load(dir)`` and (b)
 ``suite.summary(["rps", "p50", "p99"])`` + ``suite.flags()`` + ``suite.verdicts()``, after one untimed
 load and analysis (imports such as scipy's are paid once a session). It prints the median wall time of
@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlab  # noqa: E402
+from benchlab.histogram import Histogram  # noqa: E402
 from benchlab.results import Run, save  # noqa: E402
 from figures import line  # noqa: E402
 
@@ -101,6 +102,8 @@ def write_runs(directory: Path, count: int) -> None:
         server, connections = cells[i % len(cells)]
         run = make_run(i, server, connections, i // len(cells) + 1, rng)
         save(run, directory / run.id)
+        if run.status == "ok":  # what every driver keeps now: the run's whole latency distribution
+            Histogram.of(rng.lognormal(np.log(0.004), 0.8, size=2000)).save(directory / run.id)
 
 
 def analyse(suite) -> None:
