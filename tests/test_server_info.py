@@ -19,10 +19,12 @@ import pytest
 
 from benchlab import backends, servers
 
+from .test_cds import jdk25  # noqa: F401 - the fixture that finds Temurin 25
+
 pytestmark = pytest.mark.integration
 
 JAVA17 = "java"
-JAVA25 = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
+JAVA25 = "temurin-25"  # found by the jdk25 fixture (update-alternatives, /usr/lib/jvm/*)
 
 #: The keys benchlab reads to check a variant; their names are a contract with benchlab/.
 KEYS = {"server": str, "server_version": str, "spring_boot_version": str, "java_version": str, "java_vendor": str,
@@ -53,7 +55,7 @@ def _answer(java: str, flavour: str, jvm: list[str], program: list[str], log: Pa
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 240  # a busy machine starts nine JVMs at once
+        deadline = time.monotonic() + 240  # on a busy machine, beside two other starting JVMs
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise AssertionError(f"{argv} exited {proc.returncode}: {log.read_text()[-2000:]}")
@@ -73,13 +75,12 @@ def _answer(java: str, flavour: str, jvm: list[str], program: list[str], log: Pa
 
 
 @pytest.fixture(scope="module")
-def answers(jars, tmp_path_factory):
+def answers(jars, jdk25, tmp_path_factory):
     """Every case's /info, the JVMs started side by side (three at a time) to keep the wait short."""
-    if not Path(JAVA25).exists():
-        pytest.fail(f"no Java 25 at {JAVA25}: install Temurin 25 (apt-get install temurin-25-jdk)")
     logs = tmp_path_factory.mktemp("info")
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(_answer, *case, logs / f"{name}.log") for name, case in CASES.items()}
+        futures = {name: pool.submit(_answer, jdk25 if java == JAVA25 else java, *rest, logs / f"{name}.log")
+                   for name, (java, *rest) in CASES.items()}
         return {name: future.result() for name, future in futures.items()}
 
 
