@@ -12,12 +12,25 @@ import pytest
 CAPTURES = Path(__file__).parent / "captures"
 
 
+#: Marks the processes this test session starts (they inherit it), so JVMs of another session running
+#: on the same machine at the same time are not taken for ones this session left behind.
+SESSION = f"{os.getpid()}-{time.time_ns()}"
+os.environ["BENCHLAB_TEST_SESSION"] = SESSION
+
+
+def _ours(proc: psutil.Process) -> bool:
+    try:
+        return proc.environ().get("BENCHLAB_TEST_SESSION") == SESSION
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
 def benchlab_jvms() -> list[psutil.Process]:
-    """Running JVMs started from a benchlab jar."""
+    """Running JVMs started from a benchlab jar by this test session."""
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
         cmdline = " ".join(proc.info.get("cmdline") or [])
-        if "java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline:
+        if "java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline and _ours(proc):
             found.append(proc)
     return found
 
