@@ -40,7 +40,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
     Parameters
     ----------
-    server : "spring-tomcat", "spring-jetty", "spring-undertow", or a :class:`Server`
+    server : "spring-tomcat", "spring-jetty", "spring-undertow", "spring-webflux", or a :class:`Server`
     scenario : "hello", "json", "reflect", "sleep", "sleep:<ms>", "echo" (built-ins) or a path (custom)
     load : "duration" (wrk), "count" (``users`` x ``loops``: h2load or JMeter) or "rate" (``rate``/s: vegeta)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
@@ -69,7 +69,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
 
 @keywords
-def compare(servers=servers.BUILTINS, scenarios=("hello",), connections=(200,), repeats=3, *, precision=0.03,
+def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, precision=0.03,
             max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,

@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="benchlab", description="Compare web servers under load.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("build", help="build the three Spring Boot jars (skipped when unchanged)")
+    p = sub.add_parser("build", help="build the four Spring Boot jars (skipped when unchanged)")
     p.add_argument("--force", action="store_true")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=cmd_build)

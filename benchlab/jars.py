@@ -1,4 +1,4 @@
-"""The build of the built-in servers: the three Spring Boot jars (one Maven call) and their CDS archives.
+"""The build of the built-in servers: the four Spring Boot jars (one Maven call) and their CDS archives.
 
 The jars are rebuilt only when ``servers/`` changed. A Class Data Sharing archive holds the classes a
 Spring start loads; it is made once per jar and JVM and halves the server's startup on one core.
@@ -18,7 +18,10 @@ from pathlib import Path
 from . import home, process
 from .errors import BenchlabError, BuildError, UsageError, tail
 
-FLAVOURS = ("tomcat", "jetty", "undertow")
+#: The built-in servers' embedded servers: three servlet containers, and WebFlux on Reactor Netty.
+FLAVOURS = ("tomcat", "jetty", "undertow", "webflux")
+#: The servlet ones, which a comparison takes by default: one application, only the container differs.
+SERVLET_FLAVOURS = ("tomcat", "jetty", "undertow")
 
 
 # --- the build ---------------------------------------------------------------------------------------
@@ -42,7 +45,7 @@ def jars() -> dict[str, Path]:
 
 
 def build(*, force: bool = False, quiet: bool = True) -> dict:
-    """Build the three server jars with one Maven call; skip it when ``servers/`` has not changed.
+    """Build the four server jars with one Maven call; skip it when ``servers/`` has not changed.
 
     Returns ``{"built": bool, "seconds": float, "jars": {...}}``.
 

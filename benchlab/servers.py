@@ -1,7 +1,10 @@
 """The servers under test and what to ask them: the built-in Spring Boot targets and custom ones.
 
 Built in are ``spring-tomcat``, ``spring-jetty`` and ``spring-undertow``: one Spring Boot application
-(``servers/app``) packaged three times, so the embedded server is the only difference. Any other program
+(``servers/app``) packaged three times, so the embedded server is the only difference; and
+``spring-webflux``, the same endpoints and bodies on Spring WebFlux and Reactor Netty (``servers/webflux``),
+for servlet against reactive. A comparison takes the three servlet servers unless told otherwise (
+:data:`DEFAULT_SERVERS`). Any other program
 can be measured through :meth:`Server.from_command` (benchlab starts it) or :meth:`Server.from_url`
 (it is already running).
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from . import home
 from .errors import UsageError
-from .jars import FLAVOURS, Cds, prepare_cds
+from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, prepare_cds
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,8 @@ class Scenario:
 HELLO_BODY = b"Hello from benchlab: one fixed body, served alike by all three servers"
 ECHO_BODY = b'{"id":1,"name":"benchlab","payload":"' + b"x" * 64 + b'"}'
 
-#: The endpoints of the built-in servers (servers/app/.../BenchController.java).
+#: The endpoints of the built-in servers (servers/app/.../BenchController.java and, alike, the reactive
+#: servers/webflux/.../ReactiveController.java, whose sleep waits on a timer, not on a blocked thread).
 SCENARIOS: dict[str, Scenario] = {
     "hello": Scenario("hello", "/hello", expect_body=HELLO_BODY),
     "json": Scenario("json", "/json", expect_contains=b'"school"'),
@@ -165,6 +169,8 @@ def _spring(flavour: str) -> Server:
 
 
 BUILTINS = tuple(f"spring-{f}" for f in FLAVOURS)
+#: What a comparison runs when no servers are named: the servlet servers, one application on three containers.
+DEFAULT_SERVERS = tuple(f"spring-{f}" for f in SERVLET_FLAVOURS)
 
 
 def get(server: str | Server) -> Server:

@@ -1,13 +1,15 @@
-"""The Maven build of the three jars: skipped when unchanged, a failure shown clearly (integration)."""
+"""The Maven build of the four jars: each with one server, skipped when unchanged, a failure shown clearly (integration)."""
 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
 import benchlab
+from benchlab import servers
 from benchlab.errors import BuildError, ToolMissing
 
 pytestmark = pytest.mark.integration
@@ -26,7 +28,9 @@ def checkout(tmp_path, monkeypatch):
 
 def test_a_compile_error_is_a_build_error_with_the_log_tail(checkout):
     controller = checkout / "servers/app/src/main/java/dev/benchlab/server/BenchController.java"
-    controller.write_text(controller.read_text().replace("return HELLO;", "return HELLO"))
+    source = controller.read_text()
+    assert "return Responses.HELLO;" in source
+    controller.write_text(source.replace("return Responses.HELLO;", "return Responses.HELLO"))
     with pytest.raises(BuildError, match="the Maven build failed") as info:
         benchlab.build()
     assert "BenchController.java" in str(info.value) and "';' expected" in str(info.value)
@@ -37,3 +41,25 @@ def test_mvn_missing_says_how_to_install(checkout, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolMissing, match="apt-get install maven"):
         benchlab.build(force=True)
+
+
+#: What each jar's BOOT-INF/lib must hold, and what it must not: one web stack and one server, or Boot
+#: would start another (spring-webmvc beside WebFlux makes a servlet application).
+STACKS = {
+    "spring-tomcat": ("tomcat-embed-core", ("jetty-server", "undertow-core", "reactor-netty", "spring-webflux")),
+    "spring-jetty": ("jetty-server", ("tomcat-embed-core", "undertow-core", "reactor-netty", "spring-webflux")),
+    "spring-undertow": ("undertow-core", ("tomcat-embed-core", "jetty-server", "reactor-netty", "spring-webflux")),
+    "spring-webflux": ("reactor-netty-http", ("tomcat-embed-core", "jetty-server", "undertow-core", "spring-webmvc",
+                                              "benchlab-app")),
+}
+
+
+def test_four_jars_each_with_its_one_server(jars):
+    assert set(jars) == set(servers.BUILTINS) == set(STACKS)
+    for name, (server, others) in STACKS.items():
+        with zipfile.ZipFile(jars[name]) as jar:
+            libs = [n.removeprefix("BOOT-INF/lib/") for n in jar.namelist() if n.startswith("BOOT-INF/lib/")]
+        assert any(lib.startswith(server) for lib in libs), f"{name} lacks {server}"
+        assert any(lib.startswith("benchlab-common") for lib in libs), f"{name} lacks the shared module"
+        found = [lib for lib in libs if lib.startswith(others)]
+        assert not found, f"{name} also carries {found}"

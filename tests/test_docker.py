@@ -75,7 +75,7 @@ def client(docker_host):
 
 @pytest.fixture(scope="session")
 def server_images(client, jars):
-    """The offline base and the three server images (built only when their inputs changed)."""
+    """The offline base and the four server images (built only when their inputs changed)."""
     return images.build_servers(client)
 
 
@@ -195,6 +195,7 @@ def test_unknown_backend_option_is_named():
     ("spring-tomcat", "tomcat", "10.1.", False),
     ("spring-jetty", "jetty", "12.0.", False),
     ("spring-undertow", "undertow", "2.3.", True),  # and wrk in its own container, on its own cpuset
+    ("spring-webflux", "netty", "1.2.", False),
 ])
 def test_each_server_in_a_container(docker_host, client, server_images, tmp_path, server, impl, version,
                                     in_container):

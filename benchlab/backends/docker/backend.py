@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 
+from ... import servers
 from ...cores import format_cpus
 from ...errors import ServerError, UsageError
 from ..base import Launch, check_port_free
@@ -71,7 +72,7 @@ class DockerBackend:
         import docker
 
         if server.kind != "spring":
-            raise UsageError(f"the docker backend runs the built-in servers ({', '.join(('spring-tomcat', 'spring-jetty', 'spring-undertow'))}); "
+            raise UsageError(f"the docker backend runs the built-in servers ({', '.join(servers.BUILTINS)}); "
                              f"run {server.name} with backend='local'")
         check_engine(self.docker_host, allow_remote=launch.allow_remote)
         if self.load_docker_host:

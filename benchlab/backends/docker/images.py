@@ -284,7 +284,7 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
 
 
 def build_servers(client, *, base_image: str | None = None, force: bool = False) -> dict[str, Image]:
-    """The three built-in servers' images (each built only if its inputs changed)."""
+    """The built-in servers' images (each built only if its inputs changed)."""
     return {name: build_server(client, name, base_image=base_image, force=force) for name in servers.BUILTINS}
 
 
