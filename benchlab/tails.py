@@ -30,13 +30,12 @@ METHOD = "run bootstrap"
 
 def _matrix(histograms: list[Histogram]):
     """``(index, counts, mins, maxes)``: the runs' counts over the union of their buckets, zeros first."""
-    index = np.array(sorted(set().union(*(h.counts for h in histograms))), dtype=np.int64)
-    position = {i: k + 1 for k, i in enumerate(index.tolist())}
+    pairs = [h.arrays() for h in histograms]
+    index = np.unique(np.concatenate([i for i, _ in pairs])) if pairs else np.array([], dtype=np.int64)
     counts = np.zeros((len(histograms), len(index) + 1), dtype=np.int64)
-    for row, histogram in enumerate(histograms):
+    for row, (histogram, (buckets, found)) in enumerate(zip(histograms, pairs)):
         counts[row, 0] = histogram.zeros
-        for i, c in histogram.counts.items():
-            counts[row, position[i]] = c
+        counts[row, np.searchsorted(index, buckets) + 1] = found
     return index, counts, np.array([h.min for h in histograms]), np.array([h.max for h in histograms])
 
 
