@@ -84,11 +84,9 @@ def run_flags(row) -> list[tuple[str, str]]:
     note = get("note")
     if isinstance(note, str) and note:
         out.append(("driver_note", _explain("driver_note", note=note)))
-    if get("server_cpus") is not None and get("load_cpus") is not None:
-        from .cores import expand
+    if _shared([get("server_cpus")], [get("load_cpus")])[0]:
 
-        if set(expand(get("server_cpus"))) & set(expand(get("load_cpus"))):
-            out.append(("shared_cores", FLAGS["shared_cores"]))
+        out.append(("shared_cores", FLAGS["shared_cores"]))
     return out
 
 
@@ -171,8 +169,8 @@ def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
     seen: dict = {}
     out = np.zeros(len(server_cpus), dtype=bool)
     for i, (server, load) in enumerate(zip(server_cpus, load_cpus)):
-        if server is None or load is None:
-            continue
+        if server is None or load is None or pd.isna(server) is True or pd.isna(load) is True:
+            continue  # a failed run's missing cores are NaN in a frame
         try:
             known = seen.get((server, load))
         except TypeError:  # a list of cores: not hashable, judge it on its own

@@ -81,3 +81,14 @@ FLAGS = {
                 "still include JIT compilation; warm longer (a fixed warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",
 }
+
+#: What a published claim is judged to be from our runs (:func:`benchlab.claims.judge`), and what each
+#: word means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed when any pair is.
+CLAIM_VERDICTS = {
+    "holds": "significant, in the published direction, and the published ratio is inside our interval",
+    "differs": "significant, in the published direction, but our interval excludes the published ratio",
+    "reversed": "significant, in the other direction",
+    "inconclusive": "not significant at this alpha and number of repeats",
+    "not testable here": "our runs cannot judge it: not run at that load, or generator-bound, failed, not warm, "
+                         "or with errors above 0.1% of requests",
+}
