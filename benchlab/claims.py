@@ -97,25 +97,29 @@ def _describe(claim) -> dict:
             "published": claim.get("published") if _given(claim.get("published")) else math.nan}
 
 
-def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str]:
-    """The runs of the claim's servers at its load point and scenario, and where that is, in words."""
+def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
+    """The runs of the claim's servers at its load point and scenario, where that is in words, and where
+    the runs that are not there were (empty when there are none)."""
     if _given(claim.get("users")):
-        where, match = f"{int(claim['users'])} users", ("users", int(claim["users"]))
+        column, unit, value = "users", "users", int(claim["users"])
     else:
-        where, match = f"{int(claim['connections'])} connections", ("connections", int(claim["connections"]))
-    where += f", scenario {claim['scenario']}"
+        column, unit, value = "connections", "connections", int(claim["connections"])
+    where = f"{value} {unit}, scenario {claim['scenario']}"
     if runs is None or runs.empty:
-        return pd.DataFrame(), where
-    here = runs[(runs["scenario"] == claim["scenario"]) & (pd.to_numeric(runs[match[0]], errors="coerce") == match[1])
-                & runs["server"].isin(_servers(claim))]
-    return here, where
+        return pd.DataFrame(), where, ""
+    at = (runs["scenario"] == claim["scenario"]) & (pd.to_numeric(runs[column], errors="coerce") == value)
+    elsewhere = runs[~at & (runs["status"] == "ok")]
+    points = sorted({f"{v:g} {unit}, scenario {s}" for v, s in zip(pd.to_numeric(elsewhere[column], errors="coerce"),
+                                                                    elsewhere["scenario"]) if v == v})
+    return runs[at & runs["server"].isin(_servers(claim))], where, "; ".join(points)
 
 
-def _untestable(claim, here: pd.DataFrame, where: str):
+def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = ""):
     """(reason, sentence) when these runs cannot judge the claim, else None."""
     missing = [s for s in _servers(claim) if not (cells.ok(here)["server"] == s).any()] if len(here) else _servers(claim)
     if missing:
-        return "not run", f"no finished run of {', '.join(missing)} at {where}, so there is nothing to judge"
+        ran = f" (the runs here are at {elsewhere})" if elsewhere else ""
+        return "not run", f"no finished run of {', '.join(missing)} at {where}{ran}, so there is nothing to judge"
     setups = [c for c in cells.varying(cells.ok(here)) if c not in ("server",)]
     if setups:
         return "mixed setups", (f"the runs at {where} differ in {', '.join(setups)}: judge one setup at a time "
@@ -147,8 +151,8 @@ def _evidence(pair: dict) -> str:
 
 
 def _judge_one(claim, runs, alpha: float) -> dict:
-    here, where = _point(claim, runs)
-    blocked = _untestable(claim, here, where)
+    here, where, elsewhere = _point(claim, runs)
+    blocked = _untestable(claim, here, where, elsewhere)
     out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
     if blocked:
         reason, sentence = blocked

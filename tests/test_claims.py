@@ -110,6 +110,7 @@ def test_a_failed_run_or_no_run_at_the_load_point_is_not_testable():
     elsewhere = runs("spring-tomcat", TOMCAT, connections=50) + runs("spring-undertow", [147.0] * 5, connections=50)
     row = judged(elsewhere).iloc[0]
     assert (row["verdict"], row["reason"]) == ("not testable here", "not run")
+    assert "the runs here are at 50 connections, scenario hello" in row["why"]
     row = claims.judge(pd.DataFrame([claim()]), {}).iloc[0]
     assert row["reason"] == "not run"
 
