@@ -159,8 +159,16 @@ def _judge_one(claim, runs, alpha: float) -> dict:
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
     ok, metric = cells.ok(here), claim["metric"]
     values = {s: ok.loc[ok["server"] == s, metric] for s in _servers(claim)}
-    if _given(claim.get("order")):
-        return _judge_order(claim, values, metric, alpha)
+    judged = (_judge_order(claim, values, metric, alpha) if _given(claim.get("order"))
+              else _judge_pair(claim, values, metric, alpha))
+    fixed = sorted({str(w) for w in ok["warmup"] if w != "auto"}) if "warmup" in ok else []
+    if fixed:  # a fixed warm-up was not judged steady: the verdict may be one of a JVM still warming
+        judged["why"] = judged["why"][:-1] + f" (after a fixed {', '.join(fixed)} s warm-up, not judged steady)."
+    return judged
+
+
+def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
+    out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
     pair = _pair(values[claim["server"]], values[claim["baseline"]], alpha)
     published = float(claim["published"])
     out.update(ours=pair["ratio"], low=pair["low"], high=pair["high"], reason=None)

@@ -13,11 +13,11 @@ from benchlab.schema import CLAIM_VERDICTS
 
 
 def runs(server: str, rps: list[float], *, p99: list[float] | None = None, connections: int = 200,
-         scenario: str = "hello", requests: int = 100_000, **metrics) -> list[Run]:
+         scenario: str = "hello", requests: int = 100_000, warmup="auto", **metrics) -> list[Run]:
     out = []
     for i, value in enumerate(rps):
         params = {"server": server, "scenario": scenario, "load": "duration", "driver": "wrk",
-                  "connections": connections, "threads": 1, "load_cores": 1, "repeat": i + 1, "warmup": "auto",
+                  "connections": connections, "threads": 1, "load_cores": 1, "repeat": i + 1, "warmup": warmup,
                   "server_cpus": [0], "load_cpus": [1]}
         measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests, "lat_mean": connections / value,
                     "errors_connect": 0, "errors_read": 0, "errors_write": 0, "errors_status": 0, "errors_timeout": 0,
@@ -53,6 +53,13 @@ def test_holds_when_significant_in_the_published_direction_and_the_ratio_is_insi
     assert row["verdict"] == "holds", row["why"]
     assert row["low"] < 1.47 < row["high"] and row["ours"] == pytest.approx(1.47, abs=0.01)
     assert "inside the interval" in row["why"] and "1.47 published" in row["why"]
+
+
+def test_a_fixed_warm_up_is_named_as_not_judged_steady():
+    out = judged(runs("spring-tomcat", TOMCAT, warmup=15.0) + runs("spring-undertow", [147.0] * 4 + [148.0], warmup=15.0))
+    assert out.iloc[0]["why"].endswith("(after a fixed 15.0 s warm-up, not judged steady).")
+    steady = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0] * 4 + [148.0]))
+    assert "not judged steady" not in steady.iloc[0]["why"]
 
 
 def test_differs_when_the_interval_excludes_the_published_ratio():
