@@ -147,7 +147,7 @@ def _pair(a: pd.Series, b: pd.Series, alpha: float) -> dict:
 def _evidence(pair: dict) -> str:
     interval = "" if math.isnan(pair["low"]) else f" [{pair['low']:.2f}, {pair['high']:.2f}]"
     p = "" if math.isnan(pair["p"]) else f", {pair['test']} p={pair['p']:.2g}"
-    return f"{pair['ratio']:.2f}{interval} ({pair['n']} runs each{p})"
+    return f"{pair['ratio']:.2f}{interval} ({pair['n']} run{'' if pair['n'] == 1 else 's'} each{p})"
 
 
 def _judge_one(claim, runs, alpha: float) -> dict:
