@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .schema import FLAGS
+from .schema import ACCEPT_QUEUE_NOTE, ERROR_CAUSES, ERROR_KINDS, FLAGS
 from . import cells
 
 CV_LIMIT = 0.05
@@ -24,6 +24,27 @@ SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
 
 def _explain(flag: str, **values) -> str:
     return FLAGS[flag].format(**values)
+
+
+def errors_text(errors: float, counts: dict, connections=None, accept_queue=None, somaxconn=None) -> str:
+    """The ``errors`` flag's line: how many failed, of which kind (``counts``: kind -> count), what usually
+    causes each, and, when connect or read errors meet more connections than the accept queue holds
+    (the server's ``accept_queue`` capped by the kernel's ``somaxconn``), that queue.
+
+    >>> errors_text(30, {"read": 30}, connections=1000, accept_queue=100, somaxconn=4096)[:44]
+    '30 failed requests, 30 read (connections res'
+    """
+    known = lambda v: None if v is None or v != v else v  # noqa: E731  NaN, as a frame has it, is unknown
+    counts = {kind: known(counts.get(kind)) for kind in ERROR_KINDS}
+    kinds = "; ".join(f"{counts[k]:.0f} {k} ({ERROR_CAUSES[k]})" for k in ERROR_KINDS if counts[k])
+    text = _explain("errors", errors=errors, kinds=kinds or "of a kind the load tool did not say")
+    connections, accept_queue, somaxconn = known(connections), known(accept_queue), known(somaxconn)
+    queue = min((q for q in (accept_queue, somaxconn) if q is not None), default=None)
+    if queue is not None and connections and connections > queue and (counts["connect"] or counts["read"]):
+        text += ". " + ACCEPT_QUEUE_NOTE.format(connections=connections, queue=queue,
+                                                 setting=accept_queue if accept_queue is not None else queue,
+                                                 somaxconn=somaxconn if somaxconn is not None else float("nan"))
+    return text
 
 
 def _sleep_ms(scenario) -> float | None:
@@ -63,7 +84,8 @@ def run_flags(row) -> list[tuple[str, str]]:
         return [("failed", _explain("failed", error=str(get("error") or "unknown error").splitlines()[0]))]
     errors = num("errors_total")
     if errors:
-        out.append(("errors", _explain("errors", errors=errors)))
+        out.append(("errors", errors_text(errors, {k: num(f"errors_{k}") for k in ERROR_KINDS}, num("connections"),
+                                          num("accept_queue"), num("somaxconn"))))
     load_cpu, cores, threads = num("load_cpu_mean"), num("load_cores") or 1.0, num("threads")
     usable = min(threads, cores) if threads and threads > 0 else cores
     if load_cpu is not None and load_cpu / (100.0 * usable) > GENERATOR_BUSY_LIMIT:
@@ -89,11 +111,9 @@ def run_flags(row) -> list[tuple[str, str]]:
     note = get("note")
     if isinstance(note, str) and note:
         out.append(("driver_note", _explain("driver_note", note=note)))
-    if get("server_cpus") is not None and get("load_cpus") is not None:
-        from .cores import expand
+    if _shared([get("server_cpus")], [get("load_cpus")])[0]:
 
-        if set(expand(get("server_cpus"))) & set(expand(get("load_cpus"))):
-            out.append(("shared_cores", FLAGS["shared_cores"]))
+        out.append(("shared_cores", FLAGS["shared_cores"]))
     return out
 
 
@@ -131,7 +151,10 @@ def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
 
     with np.errstate(divide="ignore", invalid="ignore"):
         errors = _numbers(runs, "errors_total")
-        add(~np.isnan(errors) & (errors != 0), "errors", lambda i: _explain("errors", errors=float(errors[i])))
+        kinds = {k: _numbers(runs, f"errors_{k}") for k in ERROR_KINDS}
+        queues = [_numbers(runs, c) for c in ("connections", "accept_queue", "somaxconn")]
+        add(~np.isnan(errors) & (errors != 0), "errors", lambda i: errors_text(
+            float(errors[i]), {k: float(v[i]) for k, v in kinds.items()}, *(float(q[i]) for q in queues)))
         load_cpu, cores, threads = _numbers(runs, "load_cpu_mean"), _numbers(runs, "load_cores"), _numbers(runs, "threads")
         cores = np.where(np.isnan(cores) | (cores == 0), 1.0, cores)
         usable = np.where(threads > 0, np.minimum(threads, cores), cores)
@@ -180,8 +203,8 @@ def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
     seen: dict = {}
     out = np.zeros(len(server_cpus), dtype=bool)
     for i, (server, load) in enumerate(zip(server_cpus, load_cpus)):
-        if server is None or load is None:
-            continue
+        if server is None or load is None or pd.isna(server) is True or pd.isna(load) is True:
+            continue  # a failed run's missing cores are NaN in a frame
         try:
             known = seen.get((server, load))
         except TypeError:  # a list of cores: not hashable, judge it on its own

@@ -150,6 +150,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     meta = metadata.collect(java=spec.java if spec.server.kind == "spring" else "java", driver=spec.driver)
     meta.update(
         server=info,
+        accept_queue=metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring" else {},
         launch=(jars.prepare_cds(spec.server, spec.java).metadata() if spec.cds else {"launch": "jar"})
         if spec.server.kind == "spring" and spec.backend == "local" else None,
         backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},

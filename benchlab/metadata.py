@@ -86,11 +86,62 @@ def collect_driver(name: str) -> dict:
     return {"name": name, "version": drivers.tool(name).version()}
 
 
+def _proc_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def collect_network() -> dict:
+    """The kernel's queues for connections being opened: ``somaxconn`` caps every listen backlog (the
+    accept queue), ``tcp_max_syn_backlog`` the half-open ones; None where /proc does not say.
+
+    >>> sorted(collect_network())
+    ['somaxconn', 'tcp_max_syn_backlog']
+    """
+    return {"somaxconn": _proc_int("/proc/sys/net/core/somaxconn"),
+            "tcp_max_syn_backlog": _proc_int("/proc/sys/net/ipv4/tcp_max_syn_backlog")}
+
+
+#: Each built-in server's accept-queue (listen backlog) default, with the setting that changes it.
+ACCEPT_QUEUE_DEFAULTS = {
+    "tomcat": ("server.tomcat.accept-count", 100),
+    # Jetty's ServerConnector acceptQueueSize is 0 by default, which the JDK's bind() turns into 50.
+    "jetty": ("Jetty ServerConnector acceptQueueSize (0: the JDK's 50)", 50),
+    "undertow": ("Undertow socket option BACKLOG", 1000),
+}
+
+
+def collect_accept_queue(info: dict, jvm_opts=()) -> dict:
+    """The server's accept queue: ``{"setting", "value", "source"}``. ``source`` says where the value comes
+    from: ``"/info"`` (the server reported it), ``"jvm_opts"`` (``-Dserver.tomcat.accept-count=N``) or
+    ``"default"`` (the server's known default, not read from it); ``{}`` for a server of unknown kind.
+
+    >>> collect_accept_queue({"server": "tomcat"}, ["-Dserver.tomcat.accept-count=500"])["value"]
+    500
+    >>> collect_accept_queue({"server": "jetty"})["source"]
+    'default'
+    """
+    flavour = str(info.get("server") or "").lower()
+    if flavour not in ACCEPT_QUEUE_DEFAULTS:
+        return {}
+    setting, value = ACCEPT_QUEUE_DEFAULTS[flavour]
+    if info.get("accept_queue") is not None:
+        return {"setting": setting, "value": int(info["accept_queue"]), "source": "/info"}
+    prefix = f"-D{setting}="
+    for opt in jvm_opts or ():
+        if flavour == "tomcat" and str(opt).startswith(prefix) and str(opt)[len(prefix):].isdigit():
+            return {"setting": setting, "value": int(str(opt)[len(prefix):]), "source": "jvm_opts"}
+    return {"setting": setting, "value": value, "source": "default"}
+
+
 def collect(*, java: str = "java", driver: str | None = None) -> dict:
     """Everything, as one dict of dicts."""
     meta = {
         "cpu": collect_cpu(),
         "system": collect_system(),
+        "network": collect_network(),
         "java": collect_java(java),
         "benchlab": collect_benchlab(),
     }

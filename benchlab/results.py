@@ -92,6 +92,8 @@ class Run:
         )
         row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status == "ok"
                                else None)
+        row["accept_queue"] = (self.metadata.get("accept_queue") or {}).get("value")
+        row["somaxconn"] = self.metadata.get("network", {}).get("somaxconn")
         return row
 
     def to_frame(self):

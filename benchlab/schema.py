@@ -43,6 +43,26 @@ RESOURCES = (
     "startup_ms", "warmup_s", "warm", "drift", "drift_limit",
 )
 
+#: The queues that decide whether many connections opened at once are accepted: the server's accept queue
+#: (backlog) setting and the kernel's cap on every backlog (/proc/sys/net/core/somaxconn).
+LIMITS = ("accept_queue", "somaxconn")
+
+#: What usually causes each kind of failed request, said in the ``errors`` flag.
+ERROR_CAUSES = {
+    "connect": "connections not accepted: the server's accept queue was full, or a side ran out of file "
+               "descriptors (ulimit -n)",
+    "read": "connections reset or closed while waiting for an answer: usually an accept queue that overflowed "
+            "(the kernel resets or drops what it cannot queue), or the server closing connections",
+    "write": "the connection was closed before the request went out: the server dropped it",
+    "timeout": "answers slower than the timeout: the server is too slow for this many connections",
+    "status": "answers with an error status (4xx or 5xx): check the scenario's path and the server's log",
+}
+
+#: Added to the ``errors`` flag when connect or read errors meet more connections than the accept queue.
+ACCEPT_QUEUE_NOTE = ("{connections:.0f} connections opened at once against an accept queue of {queue:.0f} (the "
+                     "server's {setting:.0f}, capped by the kernel's somaxconn {somaxconn:.0f}): raise the "
+                     "server's setting (Tomcat: server.tomcat.accept-count) or open fewer connections")
+
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
@@ -58,7 +78,7 @@ SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
 COLUMNS = (
     "id", "suite", "label", "status", "error", "started_at", "finished_at",
     *PARAMS, "server_impl", "server_version", "java_version", "errors_total",
-    *METRICS, *RESOURCES,
+    *METRICS, *RESOURCES, *LIMITS,
 )
 
 #: The columns that, with the server, name a cell of a comparison (the runs a statistic pools).
@@ -76,7 +96,7 @@ FLAGS = {
                "machine are needed before a small difference means anything",
     "tail_unstable": "p99 spreads {spread:.1f}x across repeats ({low:.2f} ms to {high:.2f} ms): the tail is not "
                      "stable, so no single run's p99 can be quoted",
-    "errors": "{errors:.0f} socket or status errors: some requests failed, and failures count in the rps",
+    "errors": "{errors:.0f} failed requests, {kinds}; failures count in the rps",
     "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
                        "the run measured the load tool, not the server; give it more threads and cores",
     "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
@@ -94,4 +114,15 @@ FLAGS = {
     "not_warm": "the warm-up reached its limit of {limit:.0f} s without throughput settling: the measurement may "
                 "still include JIT compilation; warm longer (a fixed warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",
+}
+
+#: What a published claim is judged to be from our runs (:func:`benchlab.claims.judge`), and what each
+#: word means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed when any pair is.
+CLAIM_VERDICTS = {
+    "holds": "significant, in the published direction, and the published ratio is inside our interval",
+    "differs": "significant, in the published direction, but our interval excludes the published ratio",
+    "reversed": "significant, in the other direction",
+    "inconclusive": "not significant at this alpha and number of repeats",
+    "not testable here": "our runs cannot judge it: not run at that load, or generator-bound, failed, not warm, "
+                         "or with errors above 0.1% of requests",
 }

@@ -104,14 +104,14 @@ def test_restart_never_keeps_one_server_for_its_runs(jars, tmp_path, no_jvm_left
 
 
 def test_rate_sweep_and_count_cells(jars, tmp_path, no_jvm_left):
-    """A rate sweep (vegeta) and JMeter-style users x loops cells (h2load) through the same compare()."""
+    """A rate sweep (vegeta) and JMeter-style users x loops cells (h2load, named) through the same compare()."""
     rates = benchlab.compare(["spring-jetty"], ["hello"], load="rate", rates=[100, 300], repeats=1, duration="2s",
                              warmup="1s", results_dir=tmp_path / "rates", progress=False)
     runs = rates.runs.set_index("rate")
     assert sorted(runs.index) == [100.0, 300.0] and (runs["driver"] == "vegeta").all()
     assert runs.loc[300.0, "target_rps"] == 300 and runs.loc[300.0, "rps"] > 0.9 * 300
     counts = benchlab.compare(["spring-undertow"], ["hello"], load="count", users=[4, 8], loops=[50, 25], repeats=1,
-                              warmup="1s", results_dir=tmp_path / "counts", progress=False)
+                              warmup="1s", driver="h2load", results_dir=tmp_path / "counts", progress=False)
     assert sorted(counts.runs["users"]) == [4, 8] and (counts.runs["requests"] == 200).all()
     assert (counts.runs["driver"] == "h2load").all()
     assert all((tmp_path / "counts" / run_id / "wrk.lua").exists() for run_id in counts.runs["id"]), \

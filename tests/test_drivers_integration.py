@@ -53,16 +53,32 @@ def attached(instance) -> benchlab.Server:
 # --- each driver, for real ----------------------------------------------------------------------------
 
 def test_h2load_count_with_a_server_benchlab_starts(tmp_path, no_jvm_left):
-    run = benchlab.run("spring-undertow", "hello", load="count", warmup="1s", users=16, loops=250, results_dir=tmp_path)
+    run = benchlab.run("spring-undertow", "hello", load="count", warmup="1s", users=16, loops=250, driver="h2load",
+                       results_dir=tmp_path)
     assert_real(run, "h2load")
     assert run.metrics["requests"] == 4000 and run.params["users"] == 16 and run.params["loops"] == 250
     assert run.metrics["server_samples"] > 0 and run.metadata["server"]["server"] == "undertow"
     assert "h2load-measure.log" in run.files and "h2load.out" in run.files
 
 
+def test_wrk_count_checks_every_status_on_tomcat(tmp_path):
+    """h2load cannot read Tomcat's status lines (no reason phrase); wrk's count mode counts every 4xx."""
+    missing = servers.Scenario("nope", "/nope", expect_status=404)
+    run = benchlab.run("spring-tomcat", missing, load="count", warmup="0s", users=4, loops=50, results_dir=tmp_path)
+    m = run.metrics
+    assert run.params["driver"] == "wrk" and m["requests"] >= 200 and not m.get("note")
+    assert m["errors_status"] == m["requests"], "every 404 under load is counted as an error"
+    ok = benchlab.run("spring-tomcat", "hello", load="count", warmup="0s", users=4, loops=50, results_dir=tmp_path)
+    assert ok.metrics["errors_status"] == 0 and ok.metrics["requests"] >= 200 and ok.metrics["rps"] > 0
+    assert ok.metrics["elapsed_s"] < 30, "the count, not wrk's time limit, ended the run"
+    assert "wrk-count.lua" in ok.files and ok.metadata["accept_queue"] == {
+        "setting": "server.tomcat.accept-count", "value": 100, "source": "default"}
+    assert ok.metadata["network"]["somaxconn"] == int(open("/proc/sys/net/core/somaxconn").read())
+
+
 def test_h2load_post(jetty, tmp_path):
     run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", warmup="1s", users=4, loops=100,
-                       results_dir=tmp_path)
+                       driver="h2load", results_dir=tmp_path)
     assert_real(run, "h2load")
     assert run.metrics["requests"] == 400
 
@@ -163,7 +179,7 @@ def test_a_missing_tool_names_its_install(name, install, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))        # no tool on PATH
     monkeypatch.setenv("BENCHLAB_HOME", str(tmp_path))  # and no .tools beside it
     options = {"vegeta": dict(load="rate", rate=10), "jmeter": dict(load="count", users=1, loops=1, driver="jmeter"),
-               "h2load": dict(load="count", users=1, loops=1)}[name]
+               "h2load": dict(load="count", users=1, loops=1, driver="h2load")}[name]
     with pytest.raises(ToolMissing, match=install.replace(".", r"\.")):
         benchlab.run(benchlab.Server.from_url("http://127.0.0.1:9/hello"), results_dir=tmp_path, **options)
 
@@ -196,11 +212,12 @@ def test_the_open_model_sees_a_stall_the_closed_loop_hides(jetty, tmp_path):
     pid = jetty.process.pid
     server = attached(jetty)
     # Size the closed loop to last about 3 s on this machine, so the stall at 1 s falls inside it.
-    probe = benchlab.run(server, load="count", users=10, loops=500, warmup="3s", results_dir=tmp_path)
+    probe = benchlab.run(server, load="count", users=10, loops=500, warmup="3s", driver="h2load", results_dir=tmp_path)
     loops = max(300, round(probe.metrics["rps"] * 3 / 10))  # 3000 requests or more: 10 stalled are < 1%
     try:
         timer = stalled(pid, after=1.0, pause=1.0)
-        closed = benchlab.run(server, load="count", users=10, loops=loops, warmup="0s", results_dir=tmp_path)
+        closed = benchlab.run(server, load="count", users=10, loops=loops, warmup="0s", driver="h2load",
+                              results_dir=tmp_path)
         timer.join()
         timer = stalled(pid, after=1.0, pause=1.0)
         open_ = benchlab.run(server, load="rate", rate=200, duration="3s", warmup="0s", results_dir=tmp_path)

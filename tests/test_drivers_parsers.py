@@ -153,6 +153,29 @@ def test_jmeter_checks_its_jtl_exists(tmp_path):
         driver.parse("", invocation)
 
 
+# --- wrk's count mode ----------------------------------------------------------------------------------
+
+def test_wrk_count_argv_script_and_a_run_cut_short(tmp_path):
+    from benchlab.drivers import wrk
+
+    load = Load.count(users=8, loops=10, threads=3)
+    invocation = wrk.Wrk().command("http://127.0.0.1:8080", SCENARIOS["hello"], load, phase="measure", workdir=tmp_path)
+    argv = list(invocation.argv)
+    assert argv[1:3] == ["-t3", "-c8"] and invocation.planned_requests == 80
+    lua = invocation.files["script"].read_text()
+    assert invocation.files["script"].name == "wrk-count.lua"
+    assert "local planned, threads, made = 80, 3, 0" in lua and "wrk.thread:stop()" in lua and "done = function" in lua
+    report = ('BENCHLAB_JSON {"requests":%d,"bytes":14720,"duration_us":1000000,"errors":{"connect":0,"read":0,'
+              '"write":0,"status":0,"timeout":0},"latency_us":{"min":1,"mean":2,"stdev":1,"max":9},'
+              '"percentiles_us":{"50":2,"75":2,"90":3,"99":5,"99.9":9,"99.99":9}}')
+    assert wrk.Wrk().parse(report % 80, invocation)["requests"] == 80
+    with pytest.raises(LoadError, match="answered 79 of the 80 requests"):
+        wrk.Wrk().parse(report % 79, invocation)
+    warm = wrk.Wrk().command("http://127.0.0.1:8080", SCENARIOS["hello"], Load.count(users=8, loops=10, warmup=2),
+                             phase="warmup", workdir=tmp_path)
+    assert warm.planned_requests is None and "-d2s" in warm.argv, "a count load warms for a time, as before"
+
+
 # --- vegeta -------------------------------------------------------------------------------------------
 
 def test_vegeta_report_and_results():

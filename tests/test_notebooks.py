@@ -147,21 +147,44 @@ def test_sweep_notebook_over_rates_draws_latency_against_throughput(tmp_path, ja
     assert "highest rate served at" in text_of(done.ipynb)
 
 
-def test_reproduce_notebook_sets_ours_beside_the_published(tmp_path, jars):
+def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
+    from benchlab import claims
+    from benchlab.schema import CLAIM_VERDICTS
+
     results = tmp_path / "reproduce-results"
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
-        "connections": 32, "count_scale": 0.01, "results_dir": str(results)}, output=tmp_path / "reproduce.ipynb")
+        "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results)},
+        output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
     runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
-    assert sorted((r["params"]["load"], r["params"]["users"], r["params"]["loops"]) for r in runs
-                  if r["params"]["server"] == "spring-jetty") == [
-        ("count", 100, 10), ("count", 1000, 1), ("duration", None, None)]
+    assert sorted((r["params"]["driver"], r["params"]["load"], r["params"]["scenario"], r["params"]["users"],
+                   r["params"]["loops"]) for r in runs if r["params"]["server"] == "spring-jetty") == [
+        ("jmeter", "count", "reflect", 100, 10), ("wrk", "count", "reflect", 100, 10),
+        ("wrk", "duration", "hello", None, None)]
+    # The verdict table is the first table the notebook shows, and the report's: one row per claim, each
+    # with a verdict word and its sentence.
+    tables = [o["data"]["text/html"] for _, o in outputs(done.ipynb) if "text/html" in o.get("data", {})]
+    first = tables[0]
+    table = claims.read()
+    rows = re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S)
+    assert [claim for claim, _ in rows] == list(table["claim"])
+    for claim, row in rows:
+        cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+        assert cells[4] in CLAIM_VERDICTS, (claim, cells)
+        assert cells[5].endswith("."), "each claim has its sentence"
+    assert "not testable here" in first and "no finished run of spring-undertow" in first
+    html = done.html.read_text()
+    assert html.index("wrk-undertow-rps") < html.index("The wrk experiment: ratios to the baseline")
+    assert "Not testable here: no finished run of spring-undertow" in html
+    judged = dict(rows)["jmeter-100x1000-jetty"]
+    assert "not testable here" not in judged or "generator" in judged, "Jetty and Tomcat ran at 100 users: judged"
+    text = text_of(done.ipynb)
+    assert "count claims get a different verdict with another driver" in text
     specs = charts_in(done.ipynb)
     sources = {v["source"] for s in specs if "hconcat" in s or "layer" in s
                for data in s.get("datasets", {}).values() for v in data if "source" in v}
     assert sources == {"benchlab (ours)", "published"}
-    text = text_of(done.ipynb)
     assert "ratio published" in text and "ratio ours" in text and "Spring Boot" in text
 
 

@@ -194,6 +194,29 @@ def test_flag_errors():
     assert "errors" in flagged([dict(server="a", rps=100, p50=0.1, errors_total=3)])
 
 
+def test_the_errors_flag_says_which_kind_and_names_the_accept_queue():
+    """1000 connections against Jetty's accept queue of 50: read and connect errors, and why."""
+    rows = [dict(server="spring-jetty", rps=900, p50=0.1, connections=1000, errors_total=34200, errors_read=34000,
+                 errors_connect=200, errors_status=0, accept_queue=50, somaxconn=4096),
+            dict(server="spring-tomcat", rps=900, p50=0.1, connections=1000, errors_total=12, errors_timeout=12,
+                 accept_queue=100, somaxconn=4096)]
+    found = flags.flags(frame(rows))
+    run = found[(found.level == "run") & (found.flag == "errors")].set_index("server")["explanation"]
+    jetty, tomcat = run["spring-jetty"], run["spring-tomcat"]
+    assert jetty.startswith("34200 failed requests, 200 connect (connections not accepted")
+    assert "34000 read (connections reset" in jetty and "status" not in jetty.split(";")[1]
+    assert "1000 connections opened at once against an accept queue of 50" in jetty and "somaxconn 4096" in jetty
+    assert "12 timeout (answers slower than the timeout" in tomcat
+    assert "accept queue of" not in tomcat, "timeouts are not an accept-queue overflow"
+    # the same text from one row as from the frame
+    assert [t for f, t in flags.run_flags(frame(rows).iloc[0]) if f == "errors"] == [jetty]
+    # the kernel's cap is the queue when it is lower than the server's setting
+    capped = flags.errors_text(300, {"read": 300}, connections=1000, accept_queue=1000, somaxconn=128)
+    assert "accept queue of 128 (the server's 1000, capped by the kernel's somaxconn 128)" in capped
+    assert "accept queue of" not in flags.errors_text(300, {"read": 300}, connections=100, accept_queue=1000,
+                                                   somaxconn=4096)
+
+
 def test_flag_generator_bound():
     assert "generator_bound" in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=97.0)])
     assert "generator_bound" not in flagged([dict(server="a", rps=100, p50=0.1, load_cpu_mean=150.0,

@@ -208,3 +208,21 @@ def test_progress_eta_comes_from_the_plan_and_a_log_gets_one_line_a_run(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" - ")[0] for line in lines] == ["[1/2] spring-jetty r1", "[2/2] spring-tomcat r1"]
     assert bar.eta() == 0.0 and len(bar.overheads) == 1
+
+
+def test_each_run_records_the_accept_queue_and_somaxconn():
+    from benchlab import metadata
+
+    assert metadata.collect_accept_queue({"server": "tomcat"}) == {
+        "setting": "server.tomcat.accept-count", "value": 100, "source": "default"}
+    assert metadata.collect_accept_queue({"server": "tomcat"}, ["-Dserver.tomcat.accept-count=2000"])["source"] == "jvm_opts"
+    assert metadata.collect_accept_queue({"server": "undertow", "accept_queue": 64}) == {
+        "setting": "Undertow socket option BACKLOG", "value": 64, "source": "/info"}
+    assert metadata.collect_accept_queue({"server": "custom"}) == {}
+    network = metadata.collect_network()
+    assert network["somaxconn"] == int(open("/proc/sys/net/core/somaxconn").read())
+    assert network["tcp_max_syn_backlog"] == int(open("/proc/sys/net/ipv4/tcp_max_syn_backlog").read())
+    run = Run(id="q", params={"server": "spring-jetty"}, metrics={"rps": 1.0},
+              metadata={"accept_queue": metadata.collect_accept_queue({"server": "jetty"}), "network": network})
+    row = run.to_frame().iloc[0]
+    assert (row["accept_queue"], row["somaxconn"]) == (50, network["somaxconn"])

@@ -19,8 +19,10 @@ __all__ = ["Driver", "Invocation", "LoadTool", "NAMES", "DEFAULTS", "tool", "get
 
 NAMES = ("wrk", "h2load", "jmeter", "vegeta")
 
-#: The driver each load model uses unless one is named.
-DEFAULTS = {"duration": "wrk", "count": "h2load", "rate": "vegeta"}
+#: The driver each load model uses unless one is named. A count load is wrk with its Lua counter: it reads
+#: every status on every built-in server (h2load cannot read Tomcat's), at h2load's CPU per request, and
+#: one driver for every server keeps a comparison of servers from being one of drivers too (README).
+DEFAULTS = {"duration": "wrk", "count": "wrk", "rate": "vegeta"}
 
 
 def tool(name: str) -> LoadTool:

@@ -125,5 +125,5 @@ def parse(stdout: str, log: str) -> dict:
 
 
 UNREADABLE_STATUS = ("h2load could not read the status lines (the server sends no reason phrase, as Tomcat does), "
-                     "so the statuses under load are unchecked; only the verify request was; driver='jmeter' "
-                     "checks every status")
+                     "so the statuses under load are unchecked; only the verify request was; driver='wrk' (the "
+                     "count default) checks every status")

@@ -1,9 +1,16 @@
-"""wrk: a closed loop for a fixed time, with its Lua ``done()`` reporter and a parser for its text report.
+"""wrk: a closed loop for a fixed time or a fixed count, with its Lua ``done()`` reporter and a text parser.
 
 wrk 4.x corrects its latencies for coordinated omission before ``done()`` runs: after the load, every
 recorded latency longer than twice the mean time between a connection's requests adds synthetic samples
 (that latency minus one, two, ... intervals). Its percentiles and the histogram kept here both include
 them, so the histogram counts more latencies than requests; :data:`CORRECTED` says so in the run's metadata.
+
+A ``count`` load (``users`` x ``loops`` requests) is wrk with :data:`COUNTER`: each thread stops after its
+share of the answers, and the last thread to finish interrupts wrk's main thread (which otherwise sleeps
+for the whole ``-d``), so the run lasts as long as the requests take. wrk counts every status above 399
+as an error whatever the status line looks like, which h2load cannot do for Tomcat's (no reason phrase).
+A few answers already in flight when a thread stops are counted too: ``requests`` can exceed the plan by
+less than the number of users.
 """
 
 from __future__ import annotations
@@ -79,24 +86,83 @@ def script(scenario, *, distribution: bool = False) -> str:
     return "\n".join(lines) + "\n" + REPORTER + (DISTRIBUTION_REPORTER if distribution else "")
 
 
+# The count: each thread's share is set by setup() in wrk's main Lua state; the semaphore lives there and
+# its address is handed to every thread. sem_post is a full barrier, so the last thread to post reads
+# the full count and sends SIGINT to the main thread (tgkill: syscall 234 on x86-64, 131 on arm64; SIGINT is 2), whose
+# handler ends wrk's sleep; wrk then joins the threads and calls done() as after a timed run.
+COUNTER = r"""
+local ffi = require("ffi")
+ffi.cdef[[
+typedef union { char size[32]; long align; } benchlab_sem_t;
+int sem_init(benchlab_sem_t *sem, int pshared, unsigned int value);
+int sem_post(benchlab_sem_t *sem);
+int sem_getvalue(benchlab_sem_t *sem, int *value);
+int getpid(void);
+long syscall(long number, ...);
+]]
+local planned, threads, made = @REQUESTS@, @THREADS@, 0
+local TGKILL = {x64 = 234, arm64 = 131}  -- the tgkill syscall's number on each architecture
+setup = function(thread)
+  if benchlab_finished == nil then
+    benchlab_finished = ffi.new("benchlab_sem_t[1]")
+    ffi.C.sem_init(benchlab_finished, 0, 0)
+  end
+  local share = math.floor(planned / threads) + ((made < planned % threads) and 1 or 0)
+  thread:set("benchlab_share", share)
+  thread:set("benchlab_semaphore", tonumber(ffi.cast("uintptr_t", benchlab_finished)))
+  made = made + 1
+end
+local answered = 0
+response = function(status, headers, body)
+  answered = answered + 1
+  if answered == benchlab_share then
+    wrk.thread:stop()
+    local sem = ffi.cast("benchlab_sem_t *", benchlab_semaphore)
+    ffi.C.sem_post(sem)
+    local count = ffi.new("int[1]")
+    ffi.C.sem_getvalue(sem, count)
+    if count[0] >= threads then
+      local pid = ffi.C.getpid()
+      ffi.C.syscall(TGKILL[ffi.arch], ffi.cast("long", pid), ffi.cast("long", pid), ffi.cast("long", 2))
+    end
+  end
+end
+"""
+
+
+def count_script(scenario, requests: int, threads: int, *, distribution: bool = False) -> str:
+    """The Lua script of a count load: the scenario, the reporter, and :data:`COUNTER` for ``requests``
+    answers over ``threads`` threads."""
+    return script(scenario, distribution=distribution) + COUNTER.replace("@REQUESTS@", str(int(requests))).replace("@THREADS@", str(int(threads)))
+
+
 def _whole_seconds(seconds: float) -> str:
     return f"{max(1, round(seconds))}s"
 
 
 class Wrk(Driver):
     name = "wrk"
-    models = ("duration",)
+    models = ("duration", "count")
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
     version_flag = "-v"
     corrected = CORRECTED
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
         lua = Path(workdir) / "wrk.lua"
-        lua.write_text(script(scenario, distribution=phase == "measure"))
-        seconds = load.warmup if phase == "warmup" else load.duration
+        planned = None
+        if load.model == "count" and phase == "measure":
+            lua = Path(workdir) / "wrk-count.lua"
+            planned, threads = load.users * load.loops, max(1, min(load.threads, load.users))
+            lua.write_text(count_script(scenario, planned, threads, distribution=True))
+            # The count ends the run; -d is only its limit, below the time drivers.execute allows it.
+            seconds = 3 * load.planned_seconds + load.timeout + 50
+        else:
+            threads = load.threads
+            lua.write_text(script(scenario, distribution=phase == "measure"))
+            seconds = load.warmup if phase == "warmup" else load.duration
         argv = [
             self.executable(),
-            f"-t{load.threads}",
+            f"-t{threads}",
             f"-c{load.connections}",
             f"-d{_whole_seconds(seconds)}",
             f"--timeout={_whole_seconds(load.timeout)}",
@@ -104,10 +170,15 @@ class Wrk(Driver):
             "-s", str(lua),
             url + scenario.path,
         ]
-        return Invocation(argv, phase, workdir, files={"script": lua})
+        return Invocation(argv, phase, workdir, files={"script": lua}, planned_requests=planned)
 
     def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
-        return parse(stdout)
+        metrics = parse(stdout)
+        planned = invocation.planned_requests if invocation is not None else None
+        if planned and metrics["requests"] < planned:
+            raise LoadError(f"wrk answered {metrics['requests']} of the {planned} requests before its time limit: "
+                            "the server is too slow for this count, or stopped answering")
+        return metrics
 
     def histogram(self, stdout: str, invocation: Invocation | None = None) -> Histogram | None:
         return distribution(stdout)

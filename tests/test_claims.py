@@ -1,0 +1,161 @@
+"""Each verdict rule of benchlab.claims on constructed suites, and the claims table against the published figures."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from benchlab import Suite, claims, home
+from benchlab.results import Run
+from benchlab.schema import CLAIM_VERDICTS
+
+
+def runs(server: str, rps: list[float], *, p99: list[float] | None = None, connections: int = 200,
+         scenario: str = "hello", requests: int = 100_000, warmup="auto", **metrics) -> list[Run]:
+    out = []
+    for i, value in enumerate(rps):
+        params = {"server": server, "scenario": scenario, "load": "duration", "driver": "wrk",
+                  "connections": connections, "threads": 1, "load_cores": 1, "repeat": i + 1, "warmup": warmup,
+                  "server_cpus": [0], "load_cpus": [1]}
+        measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests, "lat_mean": connections / value,
+                    "errors_connect": 0, "errors_read": 0, "errors_write": 0, "errors_status": 0, "errors_timeout": 0,
+                    "load_cpu_mean": 50.0, "warm": True}
+        measured.update({k: (v[i] if isinstance(v, list) else v) for k, v in metrics.items()})
+        out.append(Run(id=f"{server}-{scenario}-{connections}-{i}", params=params, metrics=measured, metadata={}))
+    return out
+
+
+def claim(**fields) -> dict:
+    row = {"claim": "c", "source": "a write-up", "experiment": "wrk", "connections": 200, "threads": 4,
+           "duration_s": 30, "users": math.nan, "loops": math.nan, "scenario": "hello", "metric": "rps",
+           "server": "spring-undertow", "baseline": "spring-tomcat", "order": math.nan, "published": 1.47,
+           "statement": "Undertow is faster"}
+    row.update(fields)
+    return row
+
+
+def judged(rows: list[Run], *claim_rows: dict, alpha: float = 0.05) -> pd.DataFrame:
+    return claims.judge(pd.DataFrame(list(claim_rows) or [claim()]), {"wrk": Suite(rows)}, alpha=alpha)
+
+
+TOMCAT = [100.0, 101.0, 99.0, 100.5, 99.5]
+
+
+def test_the_verdict_words_are_the_schemas():
+    assert (claims.HOLDS, claims.DIFFERS, claims.REVERSED, claims.INCONCLUSIVE, claims.NOT_TESTABLE) == tuple(CLAIM_VERDICTS)
+
+
+def test_holds_when_significant_in_the_published_direction_and_the_ratio_is_inside():
+    out = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]))
+    row = out.iloc[0]
+    assert row["verdict"] == "holds", row["why"]
+    assert row["low"] < 1.47 < row["high"] and row["ours"] == pytest.approx(1.47, abs=0.01)
+    assert "inside the interval" in row["why"] and "1.47 published" in row["why"]
+
+
+def test_a_fixed_warm_up_is_named_as_not_judged_steady():
+    out = judged(runs("spring-tomcat", TOMCAT, warmup=15.0) + runs("spring-undertow", [147.0] * 4 + [148.0], warmup=15.0))
+    assert out.iloc[0]["why"].endswith("(after a fixed 15.0 s warm-up, not judged steady).")
+    steady = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0] * 4 + [148.0]))
+    assert "not judged steady" not in steady.iloc[0]["why"]
+
+
+def test_differs_when_the_interval_excludes_the_published_ratio():
+    out = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [120.0, 121.0, 119.0, 120.5, 119.5]))
+    assert out.iloc[0]["verdict"] == "differs"
+    assert "smaller than published" in out.iloc[0]["why"]
+
+
+def test_reversed_when_significant_the_other_way():
+    out = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [73.0, 74.0, 72.0, 73.5, 72.5]))
+    assert out.iloc[0]["verdict"] == "reversed"
+    assert out.iloc[0]["high"] < 1
+
+
+def test_inconclusive_when_not_significant():
+    out = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [60.0, 160.0, 110.0, 90.0, 140.0]))
+    assert out.iloc[0]["verdict"] == "inconclusive"
+    assert "not significant at alpha 0.05" in out.iloc[0]["why"]
+
+
+def test_alpha_flows_into_the_verdict():
+    # Welch t p is about 0.01 here: significant at 0.05, not at 0.001.
+    rows = runs("spring-tomcat", [100.0, 104.0, 96.0]) + runs("spring-undertow", [112.0, 116.0, 108.0])
+    at_5 = judged(rows, claim(published=1.12)).iloc[0]
+    at_01 = judged(rows, claim(published=1.12), alpha=0.001).iloc[0]
+    assert at_5["verdict"] == "holds" and at_01["verdict"] == "inconclusive"
+    assert at_01["high"] - at_01["low"] > at_5["high"] - at_5["low"], "the interval widens with 1 - alpha"
+
+
+@pytest.mark.parametrize("flag, undertow", [
+    ("generator_bound", {"load_cpu_mean": [50.0, 99.0, 50.0]}),
+    ("errors", {"errors_read": [0, 500, 0]}),                  # 0.5% of 100,000 requests
+    ("not_warm", {"warm": [True, False, True], "warmup_s": 180.0}),
+])
+def test_not_testable_names_the_flag(flag, undertow):
+    out = judged(runs("spring-tomcat", TOMCAT[:3]) + runs("spring-undertow", [147.0, 148.0, 146.0], **undertow))
+    row = out.iloc[0]
+    assert (row["verdict"], row["reason"]) == ("not testable here", flag), row["why"]
+    assert "1 of 6 runs" in row["why"] and math.isnan(row["ours"])
+
+
+def test_errors_below_the_limit_do_not_block():
+    out = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5],
+                                                      errors_read=50))  # 0.05%
+    assert out.iloc[0]["verdict"] == "holds"
+
+
+def test_a_failed_run_or_no_run_at_the_load_point_is_not_testable():
+    failed = Run(id="f", params={"server": "spring-undertow", "scenario": "hello", "load": "duration",
+                                 "connections": 200, "repeat": 4}, metrics={}, metadata={}, status="failed",
+                 error="ServerError: it died")
+    rows = runs("spring-tomcat", TOMCAT[:3]) + runs("spring-undertow", [147.0, 148.0, 146.0]) + [failed]
+    row = judged(rows).iloc[0]
+    assert (row["verdict"], row["reason"]) == ("not testable here", "failed") and "it died" in row["why"]
+    elsewhere = runs("spring-tomcat", TOMCAT, connections=50) + runs("spring-undertow", [147.0] * 5, connections=50)
+    row = judged(elsewhere).iloc[0]
+    assert (row["verdict"], row["reason"]) == ("not testable here", "not run")
+    assert "the runs here are at 50 connections, scenario hello" in row["why"]
+    row = claims.judge(pd.DataFrame([claim()]), {}).iloc[0]
+    assert row["reason"] == "not run"
+
+
+def test_an_ordering_holds_reverses_or_is_inconclusive_by_its_adjacent_pairs():
+    order = claim(order="spring-tomcat<spring-undertow<spring-jetty", server=math.nan, baseline=math.nan,
+                  published=math.nan)
+    tomcat = runs("spring-tomcat", TOMCAT)
+    rising = tomcat + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]) + runs(
+        "spring-jetty", [179.0, 180.0, 178.0, 179.5, 178.5])
+    row = judged(rising, order).iloc[0]
+    assert row["verdict"] == "holds" and row["our_order"] == "spring-tomcat<spring-undertow<spring-jetty"
+    jetty_slow = tomcat + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]) + runs(
+        "spring-jetty", [73.0, 74.0, 72.0, 73.5, 72.5])
+    row = judged(jetty_slow, order).iloc[0]
+    assert row["verdict"] == "reversed" and row["our_order"] == "spring-jetty<spring-tomcat<spring-undertow"
+    jetty_noisy = tomcat + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]) + runs(
+        "spring-jetty", [100.0, 200.0, 150.0, 120.0, 190.0])
+    assert judged(jetty_noisy, order).iloc[0]["verdict"] == "inconclusive"
+    # p99: lower first; a lower p99 on Tomcat than on Undertow holds
+    p99 = claim(order="spring-tomcat<spring-undertow", metric="p99", server=math.nan, baseline=math.nan, published=math.nan)
+    rows = runs("spring-tomcat", TOMCAT, p99=[0.010, 0.011, 0.0105, 0.0102, 0.0108]) + runs(
+        "spring-undertow", TOMCAT, p99=[0.030, 0.031, 0.0305, 0.0302, 0.0308])
+    assert judged(rows, p99).iloc[0]["verdict"] == "holds"
+
+
+def test_the_claims_table_matches_the_published_figures():
+    table = claims.read()
+    assert table["claim"].is_unique
+    published = {name: pd.read_csv(home.published_dir() / f"{name}.csv") for name in ("wrk", "jmeter")}
+    for row in table.to_dict("records"):
+        figures = published[row["experiment"]]
+        figures = figures[(figures["metric"] == row["metric"]) & (figures["run"].astype(str) != "mean")]
+        if row["experiment"] == "jmeter":
+            figures = figures[(figures["users"] == row["users"]) & (figures["loops"] == row["loops"])]
+        means = figures.astype({"value": float}).groupby("server")["value"].mean()
+        if isinstance(row["order"], str):
+            assert "<".join(means.sort_values().index) == row["order"], row["claim"]
+        else:
+            assert means[row["server"]] / means[row["baseline"]] == pytest.approx(row["published"], abs=0.006), row["claim"]
+        assert row["verdict"] if "verdict" in row else True
