@@ -232,7 +232,7 @@ def jetty(jars, tmp_path_factory):
 
 @pytest.mark.integration
 def test_a_three_repeat_h2load_compare_merges_to_the_p99_of_all_its_requests(jetty, tmp_path):
-    suite = benchlab.compare([jetty], ["/hello"], load="count", users=[8], loops=[250], repeats=3, warmup="1s",
+    suite = benchlab.compare([jetty], ["/hello"], load="count", driver="h2load", users=[8], loops=[250], repeats=3, warmup="1s",
                              results_dir=tmp_path, progress=False)
     assert len(suite) == 3 and set(suite.runs["status"]) == {"ok"}
     raw = []
