@@ -78,7 +78,8 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
     return layered.facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("load_point:N", title=None, sort=order),
-        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note),
+        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
+                    width=len(order) * (WIDTH + 20) + 60),
     )
 
 
@@ -132,7 +133,7 @@ def latency(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("load_point:N", title=None, sort=order),
-        title=title("Latency by percentile (ms), nines scale", frame, note),
+        title=title("Latency by percentile (ms), nines scale", frame, note, width=len(order) * (WIDTH + 80) + 60),
     )
 
 
@@ -181,7 +182,8 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("panel:N", title=None, sort=["throughput (requests/s)", "p99 latency (ms)"]),
-        title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note),
+        title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note,
+                    width=2 * (WIDTH + 80) + 60),
     ).resolve_scale(y="independent")
 
 
@@ -230,5 +232,5 @@ def rate_sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetCh
     return alt.layer(means, dots, data=table).properties(width=WIDTH * 2, height=HEIGHT + 40).facet(
         column=alt.Column("scenario:N", title="scenario"),
         title=title("Latency against throughput: p99 (ms) by achieved requests/s, constant-rate runs",
-                     frame, note),
+                     frame, note, width=len(values(table, "scenario")) * (WIDTH * 2 + 20) + 60),
     )

@@ -62,4 +62,4 @@ def resources(samples: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, ro
         width=WIDTH * 2, height=160)
     frame_for_note = runs if runs is not None else samples.iloc[0:0]
     return alt.vconcat(cpu, rss, title=title(f"{role.capitalize()} CPU (% of one core) and RSS (MiB) "
-                                              "over the measured phase", frame_for_note, note))
+                                              "over the measured phase", frame_for_note, note, width=WIDTH * 2 + 60))
