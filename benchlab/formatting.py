@@ -164,7 +164,7 @@ def summary(frame: "pd.DataFrame") -> "pd.DataFrame":
     >>> raw = pd.DataFrame([{"server": "spring-jetty", "metric": "p99", "n": 3, "mean": 0.0123, "ci_low": 0.0119,
     ...                      "ci_high": 0.0128, "cv": 0.021, "ratio": 1.05, "ratio_low": 0.98, "ratio_high": 1.12,
     ...                      "flags": ""}])
-    >>> [str(value) for value in summary(raw).iloc[0]]
+    >>> [str(value) for value in summary(raw).reset_index().iloc[0]]
     ['spring-jetty', 'p99 (ms)', '3', '12.3 [11.9, 12.8] ms', '2.1%', '1.05 [0.98, 1.12]', '']
     """
     import pandas as pd
@@ -181,7 +181,7 @@ def summary(frame: "pd.DataFrame") -> "pd.DataFrame":
                                                             kind="ratio"),
                      "flags": row["flags"]})
     return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", "mean [95% CI]", "cv",
-                                       "ratio to baseline [95% CI]", "flags"])
+                                       "ratio to baseline [95% CI]", "flags"]).set_index([*keep, "server", "metric"])
 
 
 def verdicts(frame: "pd.DataFrame") -> "pd.DataFrame":
@@ -193,7 +193,7 @@ def verdicts(frame: "pd.DataFrame") -> "pd.DataFrame":
     >>> raw = pd.DataFrame([{"metric": "rps", "server": "spring-jetty", "baseline": "spring-tomcat", "change": 0.12,
     ...                      "change_low": 0.08, "change_high": 0.15, "p_value": 0.008, "test": "Mann-Whitney",
     ...                      "significant": True}])
-    >>> verdicts(raw).iloc[0].tolist()
+    >>> verdicts(raw).reset_index().iloc[0].tolist()
     ['spring-jetty', 'spring-tomcat', 'rps', '+12% [+8%, +15%]', '0.008', 'Mann-Whitney', 'yes']
     """
     import pandas as pd
@@ -207,7 +207,7 @@ def verdicts(frame: "pd.DataFrame") -> "pd.DataFrame":
              "test": row["test"], "significant": "yes" if row["significant"] else "no"}
             for _, row in frame.iterrows()]
     return pd.DataFrame(rows, columns=[*keep, "server", "against", "metric", "change [95% CI]", "p", "test",
-                                       "significant"])
+                                       "significant"]).set_index([*keep, "server"])
 
 
 def per_run(frame: "pd.DataFrame", metric: str = "rps") -> "pd.DataFrame":
@@ -238,7 +238,7 @@ def runs(frame: "pd.DataFrame") -> "pd.DataFrame":
     >>> import pandas as pd
     >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "status": "ok", "rps": 9021.4, "p50": 0.0021,
     ...                      "p99": 0.0123, "errors_total": 0, "server_cpu_mean": 97.5}])
-    >>> [str(value) for value in runs(raw).iloc[0]]
+    >>> [str(value) for value in runs(raw).reset_index().iloc[0]]
     ['r1', 'spring-jetty', 'ok', '9.02k', '2.10 ms', '12.3 ms', '0', '98%']
     """
     import pandas as pd
@@ -251,4 +251,4 @@ def runs(frame: "pd.DataFrame") -> "pd.DataFrame":
         shown[column] = frame[column].map(ms)
     shown["errors"] = frame["errors_total"].map(lambda v: MISSING if _number(v) is None else int(v))
     shown["server CPU"] = frame["server_cpu_mean"].map(lambda v: MISSING if _number(v) is None else f"{v:.0f}%")
-    return shown.reset_index(drop=True)
+    return shown.set_index("id")
