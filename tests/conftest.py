@@ -12,12 +12,17 @@ import pytest
 CAPTURES = Path(__file__).parent / "captures"
 
 
+#: This checkout: its jars (and their CDS copies) live under servers/ here.
+SERVERS = str(Path(__file__).resolve().parent.parent / "servers")
+
+
 def benchlab_jvms() -> list[psutil.Process]:
-    """Running JVMs started from a benchlab jar."""
+    """Running JVMs started from a benchlab jar of this checkout (another checkout's tests may run beside)."""
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
         cmdline = " ".join(proc.info.get("cmdline") or [])
-        if "java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline:
+        if ("java" in (proc.info.get("name") or "") and "benchlab-" in cmdline and ".jar" in cmdline
+                and SERVERS in cmdline):
             found.append(proc)
     return found
 
