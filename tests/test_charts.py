@@ -242,3 +242,18 @@ def test_subtitles_wrap_at_the_chart_width_and_legends_have_room(suite_runs):
     assert 40 <= widest <= 70 and max(map(len, two["title"]["subtitle"])) > widest   # two panels: wider lines
     color = layers(one)[0]["encoding"]["color"]
     assert color["legend"]["labelLimit"] >= 200
+
+
+def test_a_sweep_draws_each_setting_as_its_own_line():
+    def timed(server, connections, duration):
+        run = make_run(server, 1, connections=connections, rps=1000.0 * duration)
+        return results.Run(id=f"{run.id}-{duration}", params={**run.params, "duration": duration},
+                           metrics=run.metrics, metadata=run.metadata, status="ok")
+
+    mixed = charts.sweep(frame(*[timed("spring-tomcat", c, d) for c in (16, 64) for d in (2.0, 3.0)])).to_dict()
+    line = layers(mixed)[0]
+    assert line["encoding"]["strokeDash"]["field"] == "setup"
+    assert {v["setup"] for v in list(mixed["datasets"].values())[0]} == {"2 s measured", "3 s measured"}
+    one = charts.sweep(frame(*[timed("spring-tomcat", c, 2.0) for c in (16, 64)])).to_dict()
+    assert "strokeDash" not in layers(one)[0]["encoding"]
+    rendered(charts.sweep(frame(*[timed("spring-tomcat", c, d) for c in (16, 64) for d in (2.0, 3.0)])))

@@ -120,6 +120,16 @@ def with_cells(frame: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
     return frame, [label for *_, label in order]
 
 
+def with_setup(frame: "pd.DataFrame") -> tuple["pd.DataFrame", dict]:
+    """Add the column ``setup`` naming the setup columns that vary (:func:`setup`), and the encoding that draws
+    each setup as its own dashed line (none when all runs share one setup), so a line never averages two."""
+    import altair as alt
+
+    mixed = [c for c in varying(frame) if c in SETUP]
+    frame = frame.assign(setup=[setup(r, mixed) for r in frame.to_dict("records")])
+    return frame, ({"strokeDash": alt.StrokeDash("setup:N", title="setup")} if mixed else {})
+
+
 def interval(values: Iterable[float]) -> tuple[float, float, float, int]:
     """Mean and 95 % CI of the repeats, by :func:`benchlab.stats.mean_ci`, so charts match the tables."""
     from ..stats import mean_ci
