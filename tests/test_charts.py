@@ -229,7 +229,7 @@ def test_runs_of_different_settings_are_drawn_apart_never_pooled():
     latency = charts.latency(runs).to_dict()
     assert {v["load_point"] for v in list(latency["datasets"].values())[0]} == set(spec["facet"]["column"]["sort"])
     note = charts.describe(runs)
-    assert "1 repeat," in note and "duration differ between runs: drawn apart, never pooled" in note
+    assert "1 repeat," in note and "duration differs between runs: drawn apart, never pooled" in note
     rendered(charts.throughput(runs))
 
 

@@ -222,7 +222,8 @@ def describe(frame: "pd.DataFrame", *, machine: str | None = None) -> str:
         parts.append(f"{repeats} repeat{'s' if repeats != 1 else ''}")
     mixed = [c.replace("_", " ") for c in varying(frame) if c in SETUP]
     if mixed:
-        parts.append(f"{' and '.join(mixed)} differ between runs: drawn apart, never pooled")
+        parts.append(f"{' and '.join(mixed)} differ{'s' if len(mixed) == 1 else ''} between runs: drawn apart, "
+                     "never pooled")
     if machine:
         parts.append(machine)
     return ", ".join(parts)
