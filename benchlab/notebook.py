@@ -37,12 +37,17 @@ class ParameterError(UsageError):
 
 # --- charts ---------------------------------------------------------------------------------------------
 
+#: Room kept right of a static chart. vl-convert sizes the SVG by its own font's widths; a browser that draws
+#: the text in a wider font (DejaVu Sans: about 1.15x) would cut the legend's longest name at the edge.
+STATIC_PADDING = {"left": 5, "top": 5, "bottom": 5, "right": 40}
+
+
 def _chart_bundle(spec: dict, **options) -> tuple[dict, dict]:
     import vl_convert
 
     bundle: dict[str, Any] = {VEGALITE_MIMETYPE: spec}
     try:
-        bundle["image/svg+xml"] = vl_convert.vegalite_to_svg(spec)
+        bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING})
     except Exception as exc:  # noqa: BLE001 - a chart vl-convert cannot draw still has its spec
         bundle["text/plain"] = f"(no static image: {exc})"
     title = spec.get("title", {})

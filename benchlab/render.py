@@ -43,6 +43,8 @@ _EMBED = """<div class="benchlab-chart" id="{id}"></div>
 
 
 #: nbconvert's lab template without anything it would fetch: require.js, MathJax, mermaid, the widget manager.
+#: The code is hidden by default behind a "Show code" toggle: a checkbox and CSS, no script, so it works
+#: offline and in a browser with scripts off; the cells are siblings of the checkbox inside <main>.
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}
 {%- if resources.benchlab_vega -%}
@@ -51,6 +53,23 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 </script>
 {%- endif -%}
 {%- endblock html_head_js -%}
+{%- block extra_css -%}
+<style type="text/css">/* benchlab: the code is hidden until the reader asks for it */
+.benchlab-show-code { position: absolute; opacity: 0; pointer-events: none; }
+.benchlab-code-toggle { position: fixed; top: 8px; right: 16px; z-index: 100; padding: 4px 12px; cursor: pointer;
+  border: 1px solid #888; border-radius: 4px; background: #f4f4f4; font: 13px sans-serif; }
+.benchlab-code-toggle::after { content: "Show code"; }
+.benchlab-show-code:checked + .benchlab-code-toggle::after { content: "Hide code"; }
+.benchlab-show-code:not(:checked) ~ .jp-CodeCell .jp-Cell-inputWrapper,
+.benchlab-show-code:not(:checked) ~ .jp-CodeCell.jp-mod-noOutputs { display: none; }
+.benchlab-show-code:not(:checked) ~ .jp-Cell .jp-OutputPrompt { visibility: hidden; }
+</style>
+{%- endblock extra_css -%}
+{%- block body_header -%}
+{{ super() }}
+<input type="checkbox" id="benchlab-show-code" class="benchlab-show-code">
+<label for="benchlab-show-code" class="benchlab-code-toggle" title="show or hide the code of every cell"></label>
+{%- endblock body_header -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
+from .formatting import ms as _ms  # one formatter for the terminal, the notebooks and the report
 
 
 def _mib(value) -> str:

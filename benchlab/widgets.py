@@ -2,8 +2,10 @@
 
 A press runs every chosen server ``repeats`` times, interleaved (A B A B), each on a fresh server through
 :func:`benchlab.run`, and stores each run under ``results_dir`` as it finishes. After every run the
-progress bar moves and the charts are drawn again from all runs so far, so the first figures show while
-the rest run. For figures to publish, use :func:`benchlab.compare` (compare.ipynb): it adds the statistics.
+progress bar moves and the charts and the table of runs under the panel are drawn again from all runs so
+far, so the first figures show while the rest run. Runs of presses with other settings (a 3 s run after a
+10 s one) are drawn apart, each setting in its own panel, never pooled into one mean. For figures to
+publish, use :func:`benchlab.compare` (compare.ipynb): it adds the statistics.
 
 Example
 -------
@@ -30,8 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Panel"]
 
-#: Shown where the charts will be until the first run finishes.
+#: Shown where the charts and the table will be until the first run finishes.
 _PLACEHOLDER = {"text/plain": "(the charts appear here when the first run finishes)"}
+_NO_RUNS = {"text/plain": "(no runs shown: press Run)", "text/html": "<p><em>(no runs shown: press Run)</em></p>"}
+#: What the panel draws under itself, in this order.
+_SHOWN = ("throughput", "latency", "runs")
 
 
 class Panel:
@@ -79,10 +84,10 @@ class Panel:
         self.clear = w.Button(description="Clear", tooltip="forget the runs shown (they stay on disk)")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", bar_style="info")
         self.status = w.HTML(value="press Run")
-        # The charts are display handles under the panel, not an Output widget: an update then lands in the
-        # notebook's own outputs, so it is kept when the notebook is saved or executed by papermill (which
-        # also stalls on large Output-widget messages).
-        self._handles: list = []
+        # The charts and the table are display handles under the panel, not an Output widget: an update then
+        # lands in the notebook's own outputs, so it is kept when the notebook is saved or executed by
+        # papermill (which also stalls on large Output-widget messages).
+        self._handles: dict = {}
         self.button.on_click(lambda _button: self._pressed())
         self.clear.on_click(lambda _button: self.reset())
         form = w.VBox([self.servers, self.scenario, self.connections, self.duration, self.warmup, self.repeats,
@@ -94,7 +99,8 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
-        self._handles = [display(_PLACEHOLDER, raw=True, display_id=True) for _ in range(2)]
+        self._handles = {name: display(_NO_RUNS if name == "runs" else _PLACEHOLDER, raw=True, display_id=True)
+                         for name in _SHOWN}
         self._draw()
 
     # -- running -------------------------------------------------------------------------------------
@@ -168,8 +174,8 @@ class Panel:
         """Forget the runs shown (they stay on disk) and empty the charts."""
         self.records.clear()
         self.progress.value = 0
-        for handle in self._handles:
-            handle.update(_PLACEHOLDER, raw=True)
+        for name, handle in self._handles.items():
+            handle.update(_NO_RUNS if name == "runs" else _PLACEHOLDER, raw=True)
         self._say("press Run")
 
     def show(self, records: Iterable[Run]) -> None:
@@ -205,8 +211,18 @@ class Panel:
 
         return charts.latency(self.runs, note=self._note())
 
+    def table(self) -> "pd.DataFrame":
+        """The runs shown, for reading (:func:`benchlab.formatting.runs`): the setup where it varies, rps, p50,
+        p99 in ms, errors, CPU. The raw frame, in seconds, is :attr:`runs`."""
+        from .formatting import runs
+
+        return runs(self.runs)
+
     def _draw(self) -> None:
-        if self._handles and any(r.status == "ok" for r in self.records):
-            throughput, latency = self._handles
-            throughput.update(self.throughput())
-            latency.update(self.latency())
+        if not self._handles:
+            return
+        if self.records:
+            self._handles["runs"].update(self.table())
+        if any(r.status == "ok" for r in self.records):
+            self._handles["throughput"].update(self.throughput())
+            self._handles["latency"].update(self.latency())

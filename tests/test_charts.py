@@ -274,3 +274,51 @@ def test_spectrum_without_histograms_says_what_to_chart_instead(tmp_path):
     empty = tails.latency([], results.frame([]))
     with pytest.raises(ResultsError, match="charts.latency"):
         charts.spectrum(empty)
+
+
+def test_runs_of_different_settings_are_drawn_apart_never_pooled():
+    """The explore panel's second press (3 s after 2 s) once made '2 repeats' with an interval far off the bars."""
+    def timed(server, rps, duration):
+        run = make_run(server, 1, rps=rps)
+        return results.Run(id=f"{run.id}-{duration}", params={**run.params, "duration": duration},
+                           metrics=run.metrics, metadata=run.metadata, status="ok")
+
+    runs = frame(timed("spring-tomcat", 1000.0, 2.0), timed("spring-tomcat", 5000.0, 3.0),
+                 timed("spring-jetty", 1200.0, 2.0), timed("spring-jetty", 5200.0, 3.0))
+    spec = charts.throughput(runs).to_dict()
+    cells = [v for v in list(spec["datasets"].values())[0] if v["kind"] == "cell"]
+    assert len(cells) == 4 and {c["n"] for c in cells} == {1}                # one run per setup, no pooled interval
+    assert spec["facet"]["column"]["sort"] == ["200 connections, 2 s measured", "200 connections, 3 s measured"]
+    tomcat = sorted((c["load_point"], c["value"]) for c in cells if c["server"] == "spring-tomcat")
+    assert [value for _, value in tomcat] == [1000.0, 5000.0]
+    latency = charts.latency(runs).to_dict()
+    assert {v["load_point"] for v in list(latency["datasets"].values())[0]} == set(spec["facet"]["column"]["sort"])
+    note = charts.describe(runs)
+    assert "1 repeat," in note and "duration differs between runs: drawn apart, never pooled" in note
+    rendered(charts.throughput(runs))
+
+
+def test_subtitles_wrap_at_the_chart_width_and_legends_have_room(suite_runs):
+    note = "a fairly long description of what was measured, " * 6
+    one = charts.throughput(suite_runs[suite_runs["connections"] == 16], note=note).to_dict()
+    two = charts.throughput(suite_runs, note=note).to_dict()
+    assert " ".join(one["title"]["subtitle"]) == note.strip()
+    widest = max(map(len, one["title"]["subtitle"]))
+    assert 40 <= widest <= 70 and max(map(len, two["title"]["subtitle"])) > widest   # two panels: wider lines
+    color = layers(one)[0]["encoding"]["color"]
+    assert color["legend"]["labelLimit"] >= 200
+
+
+def test_a_sweep_draws_each_setting_as_its_own_line():
+    def timed(server, connections, duration):
+        run = make_run(server, 1, connections=connections, rps=1000.0 * duration)
+        return results.Run(id=f"{run.id}-{duration}", params={**run.params, "duration": duration},
+                           metrics=run.metrics, metadata=run.metadata, status="ok")
+
+    mixed = charts.sweep(frame(*[timed("spring-tomcat", c, d) for c in (16, 64) for d in (2.0, 3.0)])).to_dict()
+    line = layers(mixed)[0]
+    assert line["encoding"]["strokeDash"]["field"] == "setup"
+    assert {v["setup"] for v in list(mixed["datasets"].values())[0]} == {"2 s measured", "3 s measured"}
+    one = charts.sweep(frame(*[timed("spring-tomcat", c, 2.0) for c in (16, 64)])).to_dict()
+    assert "strokeDash" not in layers(one)[0]["encoding"]
+    rendered(charts.sweep(frame(*[timed("spring-tomcat", c, d) for c in (16, 64) for d in (2.0, 3.0)])))

@@ -102,3 +102,85 @@ def test_tooltip_shows_the_figures_on_hover(rendered, browser):
     text = page.inner_text("#vg-tooltip-element")
     assert "server" in text and "rps" in text and "spring-" in text
     page.close()
+
+
+def _ink(page, png: bytes) -> float:
+    """The share of the screenshot's pixels that are not white, counted by the browser itself."""
+    import base64
+
+    return page.evaluate("""async (data) => {
+        const image = new Image(); image.src = "data:image/png;base64," + data; await image.decode();
+        const canvas = document.createElement("canvas"); canvas.width = image.width; canvas.height = image.height;
+        const context = canvas.getContext("2d"); context.drawImage(image, 0, 0);
+        const pixels = context.getImageData(0, 0, image.width, image.height).data;
+        let ink = 0;
+        for (let i = 0; i < pixels.length; i += 4) { if (pixels[i] + pixels[i + 1] + pixels[i + 2] < 720) ink++; }
+        return ink / (pixels.length / 4); }""", base64.b64encode(png).decode())
+
+
+def test_the_top_of_the_report_reads_as_a_report(rendered, stored_runs, browser, tmp_path):
+    """What a reader sees first: what was measured, then the verdict sentences; code hidden until asked for."""
+    import re
+    import struct
+
+    import benchlab
+
+    suite = benchlab.load(stored_runs)
+    sentences = [*suite.verdicts("rps")["verdict"], *suite.verdicts("p99")["verdict"]]
+    assert len(sentences) == 2
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(rendered.html.as_uri(), wait_until="load")
+    page.wait_for_selector(".benchlab-chart[data-rendered=yes]", timeout=60_000)
+
+    shot = tmp_path / "report-top.png"
+    page.screenshot(path=str(shot))                              # the first screen, as a reader opens it
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1280, 1000)
+    assert len(png) > 30_000 and 0.02 < _ink(page, png) < 0.6    # text on a white page: not blank, not a block
+
+    text = page.inner_text("body")
+    for sentence in sentences:
+        assert sentence in text
+    assert "What was measured" in text and "Spring Boot" in text and "warm-up" in text
+    # numbers formatted for people: "9.0k [8.8k, 9.2k]" requests/s, "12.3 [11.9, 12.8] ms" latencies
+    assert re.search(r"\t[\d.,]+k? \[[\d.,]+k?, [\d.,]+k?\]\t", text)
+    assert re.search(r"\t[\d.,]+ \[[\d.,]+, [\d.,]+\] ms\t", text)
+    code = "benchlab.compare(**options)"
+    assert code not in text
+    hidden = ".jp-CodeCell .jp-Cell-inputWrapper"
+    assert page.eval_on_selector_all(hidden, "cells => cells.filter(c => c.offsetParent !== null).length") == 0
+
+    def top(locator) -> float:
+        return locator.first.bounding_box()["y"]
+
+    header = top(page.locator("table.benchlab-header"))
+    verdict = top(page.get_by_text(sentences[0], exact=False))
+    chart = top(page.locator(".benchlab-chart"))
+    tables = top(page.locator("th", has_text="mean [95% CI]"))
+    assert header < verdict < chart < tables                     # measured, verdicts, charts, detailed tables
+    assert verdict < 1000                                        # the first verdict is on the first screen
+
+    page.click("label.benchlab-code-toggle")                     # the reader asks for the code
+    assert code in page.inner_text("body")
+    assert page.eval_on_selector_all(hidden, "cells => cells.filter(c => c.offsetParent !== null).length") > 3
+    page.close()
+
+
+def test_static_charts_fit_in_their_image(rendered, browser):
+    """JupyterLab shows a chart's static SVG; drawn in this browser's font, no text may pass its right edge
+    (the explore panel's subtitle was cut at "... server cores 0, lo" and a legend at "spring-tomca")."""
+    import nbformat
+
+    nb = nbformat.read(str(rendered.ipynb), as_version=4)
+    svgs = [o["data"]["image/svg+xml"] for cell in nb.cells for o in cell.get("outputs", [])
+            if "image/svg+xml" in o.get("data", {})]
+    assert len(svgs) == 3
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    for svg in svgs:
+        page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
+        overflow = page.evaluate("""() => { const svg = document.querySelector("svg"); const width = svg.width.baseVal.value;
+            return [...svg.querySelectorAll("text")].filter(t => t.getBoundingClientRect().right > width)
+                .map(t => t.textContent); }""")
+        assert overflow == []
+        assert page.evaluate("document.querySelectorAll('svg text').length") > 10
+    page.close()

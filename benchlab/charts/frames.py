@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from ..cells import SETUP, key, varying
 from ..errors import ResultsError
 from ..schema import CELL
 
@@ -18,6 +19,13 @@ NINES_TICKS = {50.0: "50", 90.0: "90", 99.0: "99", 99.9: "99.9", 99.99: "99.99"}
 MIB = 2**20
 WIDTH = 220
 HEIGHT = 220
+#: Pixels per character of a subtitle (11 px) in a wide font (DejaVu Sans): a subtitle wrapped at the chart's
+#: width with this fits in any browser, whatever font it draws the static SVG with.
+SUBTITLE_PX = 6.6
+#: Room for the server legend: long names such as "spring-undertow" are never cut (Vega's default is 160 px).
+LEGEND_LABEL_LIMIT = 260
+#: What the legend usually adds to a chart's width, which the subtitle may use too.
+LEGEND_PX = 110
 
 
 # --- frames and labels ------------------------------------------------------------------------------------
@@ -71,13 +79,55 @@ def number(value) -> float | None:
     return None if math.isnan(number) else number
 
 
+def setup(row: Mapping, columns: Iterable[str]) -> str:
+    """How the setup columns that vary are named beside the load: '3 s measured after 1 s warm-up'.
+
+    >>> setup({"duration": 3.0, "warmup": 1.0, "label": "a"}, ["duration", "warmup", "label"])
+    '3 s measured after 1 s warm-up, label a'
+    """
+    parts = []
+    columns = list(columns)
+    if "duration" in columns:
+        parts.append(f"{number(row.get('duration')):g} s measured" if number(row.get("duration")) is not None
+                     else "no duration")
+    if "warmup" in columns:
+        warmup = row.get("warmup")
+        text = f"{number(warmup):g} s warm-up" if number(warmup) is not None else f"warm-up {key(warmup)}"
+        parts[-1:] = [f"{parts[-1]} after {text}"] if parts else [text]
+    parts += [f"{c.replace('_', ' ')} {key(row.get(c))}" for c in columns if c not in ("duration", "warmup")]
+    return ", ".join(parts)
+
+
+def _sortable(value) -> tuple:
+    value = key(value)
+    return (0, number(value), "") if number(value) is not None else (1, 0.0, str(value))
+
+
 def with_cells(frame: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
-    """Add the facet label ``load_point`` and return the labels in a natural order."""
+    """Add the facet label ``load_point`` and return the labels in a natural order.
+
+    Runs of different setups (a duration, a warm-up, the cores ...: :data:`benchlab.cells.SETUP`) are never
+    pooled, as in the statistics: the setup columns that vary are named in the label, so each setup gets
+    its own panel, its own mean and its own interval.
+    """
     frame = frame.copy()
+    mixed = [c for c in varying(frame) if c in SETUP]
     rows = frame.to_dict("records")
-    frame["load_point"] = [load_point(r) for r in rows]
-    order = sorted({(load_order(r), load_point(r)) for r in rows})
-    return frame, [label for _, label in order]
+    labels = [", ".join(filter(None, (load_point(r), setup(r, mixed)))) for r in rows]
+    frame["load_point"] = labels
+    order = sorted({(load_order(r), tuple(_sortable(r.get(c)) for c in mixed), label)
+                    for r, label in zip(rows, labels)})
+    return frame, [label for *_, label in order]
+
+
+def with_setup(frame: "pd.DataFrame") -> tuple["pd.DataFrame", dict]:
+    """Add the column ``setup`` naming the setup columns that vary (:func:`setup`), and the encoding that draws
+    each setup as its own dashed line (none when all runs share one setup), so a line never averages two."""
+    import altair as alt
+
+    mixed = [c for c in varying(frame) if c in SETUP]
+    frame = frame.assign(setup=[setup(r, mixed) for r in frame.to_dict("records")])
+    return frame, ({"strokeDash": alt.StrokeDash("setup:N", title="setup")} if mixed else {})
 
 
 def interval(values: Iterable[float]) -> tuple[float, float, float, int]:
@@ -125,10 +175,10 @@ def most_repeats(frame: "pd.DataFrame") -> int:
     """The most runs any one cell (server and :data:`~benchlab.schema.CELL`) has: run() results all say repeat 1."""
     if "status" in frame.columns:
         frame = frame[frame["status"] == "ok"]
-    keys = [c for c in ("server", *CELL) if c in frame.columns]
+    keys = [c for c in ("server", *CELL, *SETUP) if c in frame.columns]
     if not keys or not len(frame):
         return 0
-    return int(frame.groupby(keys, dropna=False).size().max())
+    return int(frame.assign(**{c: frame[c].map(key) for c in keys}).groupby(keys, dropna=False).size().max())
 
 
 def describe(frame: "pd.DataFrame", *, machine: str | None = None) -> str:
@@ -170,33 +220,41 @@ def describe(frame: "pd.DataFrame", *, machine: str | None = None) -> str:
     repeats = most_repeats(frame)
     if repeats:
         parts.append(f"{repeats} repeat{'s' if repeats != 1 else ''}")
+    mixed = [c.replace("_", " ") for c in varying(frame) if c in SETUP]
+    if mixed:
+        parts.append(f"{' and '.join(mixed)} differ{'s' if len(mixed) == 1 else ''} between runs: drawn apart, "
+                     "never pooled")
     if machine:
         parts.append(machine)
     return ", ".join(parts)
 
 
-def title(text: str, frame: "pd.DataFrame", note: str | None) -> "alt.TitleParams":
+def title(text: str, frame: "pd.DataFrame", note: str | None, *, width: float = WIDTH) -> "alt.TitleParams":
+    """The title, with the subtitle (``note``, by default :func:`describe`) wrapped at ``width`` pixels:
+    the width the chart's panels take, so no line reaches past the chart's right edge."""
     import altair as alt
 
     subtitle = note if note is not None else describe(frame)
-    return alt.TitleParams(text=text, subtitle=wrap(subtitle), anchor="start")
+    chars = max(40, int((width + LEGEND_PX) / SUBTITLE_PX))  # the legend beside the panels widens the image
+    return alt.TitleParams(text=text, subtitle=wrap(subtitle, chars), anchor="start")
 
 
 def wrap(text: str, width: int = 100) -> list[str]:
-    """Subtitle lines of at most about ``width`` characters, broken after commas."""
-    lines: list[str] = []
-    for part in (text or "").split(", "):
-        if lines and len(lines[-1]) + len(part) + 2 <= width:
-            lines[-1] += ", " + part
-        elif part:
-            lines.append(part)
-    return [line + ("," if i < len(lines) - 1 else "") for i, line in enumerate(lines)]
+    """Subtitle lines of at most ``width`` characters, broken between words.
+
+    >>> wrap("wrk, 2 s measured, server cores 0, load cores 1", 20)
+    ['wrk, 2 s measured,', 'server cores 0, load', 'cores 1']
+    """
+    import textwrap
+
+    return textwrap.wrap(text or "", width, break_long_words=False, break_on_hyphens=False)
 
 
 def server_color(servers: list[str]) -> "alt.Color":
     import altair as alt
 
-    return alt.Color("server:N", title="server", scale=alt.Scale(domain=sorted(servers)))
+    return alt.Color("server:N", title="server", scale=alt.Scale(domain=sorted(servers)),
+                     legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT))
 
 
 def long(frame: "pd.DataFrame", keys: list[str], values: Mapping[str, "pd.Series"], name: str) -> "pd.DataFrame":

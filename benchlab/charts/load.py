@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import ResultsError
 from ..schema import PERCENTILE_COLUMNS
 from .frames import (HEIGHT, NINES_TICKS, WIDTH, finished, interval, long, nines, number, server_color, title,
-                     values, with_cells)
+                     values, with_cells, with_setup)
 
 if TYPE_CHECKING:
     import altair as alt
@@ -78,7 +78,8 @@ def throughput(runs: "pd.DataFrame", *, metric: str = "rps", note: str | None = 
     return layered.facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("load_point:N", title=None, sort=order),
-        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note),
+        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
+                    width=len(order) * (WIDTH + 20) + 60),
     )
 
 
@@ -132,7 +133,7 @@ def latency(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("load_point:N", title=None, sort=order),
-        title=title("Latency by percentile (ms), nines scale", frame, note),
+        title=title("Latency by percentile (ms), nines scale", frame, note, width=len(order) * (WIDTH + 80) + 60),
     )
 
 
@@ -155,7 +156,8 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
     frame = finished(runs, "sweep")
     frame = frame[frame["connections"].map(number).notna()]
     frame = frame.assign(connections=frame["connections"].map(number).astype(int))
-    table = long(frame, ["id", "server", "scenario", "connections", "repeat"],
+    frame, dashed = with_setup(frame)
+    table = long(frame, ["id", "server", "scenario", "connections", "repeat", "setup"],
                   {"throughput (requests/s)": frame.get("rps"),
                    "p99 latency (ms)": pd.to_numeric(frame.get("p99", math.nan), errors="coerce") * 1000}, "panel")
     if table.empty:
@@ -167,7 +169,7 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
     x = alt.X("connections:Q", title="connections", scale=scale, axis=alt.Axis(values=points, format="d"))
     color = server_color(values(frame, "server"))
     lines = alt.Chart(table).mark_line(point=True).encode(
-        x=x, y=alt.Y("mean(value):Q", title=None), color=color,
+        x=x, y=alt.Y("mean(value):Q", title=None), color=color, **dashed,
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("connections:Q"), alt.Tooltip("panel:N", title="metric"),
                  alt.Tooltip("mean(value):Q", title="mean", format=",.2f"),
                  alt.Tooltip("count(value):Q", title="repeats")],
@@ -181,7 +183,8 @@ def sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetChart":
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         row=alt.Row("scenario:N", title="scenario"),
         column=alt.Column("panel:N", title=None, sort=["throughput (requests/s)", "p99 latency (ms)"]),
-        title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note),
+        title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note,
+                    width=2 * (WIDTH + 80) + 60),
     ).resolve_scale(y="independent")
 
 
@@ -209,14 +212,15 @@ def rate_sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetCh
                        for t, r in zip(frame["target_rps"], frame["rate"])]
     frame["p99_ms"] = frame["p99"].map(number) * 1000.0
     frame["rps"] = frame["rps"].astype(float)
-    table = frame[["id", "server", "scenario", "repeat", "target", "rps", "p99_ms"]].dropna(subset=["p99_ms"])
+    frame, dashed = with_setup(frame)
+    table = frame[["id", "server", "scenario", "repeat", "setup", "target", "rps", "p99_ms"]].dropna(subset=["p99_ms"])
     color = server_color(values(table, "server"))
     means = alt.Chart(table).transform_aggregate(
-        rps="mean(rps)", p99_ms="mean(p99_ms)", runs="count()", groupby=["server", "scenario", "target"],
+        rps="mean(rps)", p99_ms="mean(p99_ms)", runs="count()", groupby=["server", "scenario", "setup", "target"],
     ).mark_line(point=True).encode(
         x=alt.X("rps:Q", title="achieved throughput (requests/s)"),
         y=alt.Y("p99_ms:Q", title="p99 latency (ms)"),
-        order=alt.Order("target:Q"), color=color,
+        order=alt.Order("target:Q"), color=color, **dashed,
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("target:Q", title="target (req/s)", format=",.0f"),
                  alt.Tooltip("rps:Q", title="achieved (req/s)", format=",.0f"),
                  alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.2f"), alt.Tooltip("runs:Q", title="repeats")],
@@ -230,5 +234,5 @@ def rate_sweep(runs: "pd.DataFrame", *, note: str | None = None) -> "alt.FacetCh
     return alt.layer(means, dots, data=table).properties(width=WIDTH * 2, height=HEIGHT + 40).facet(
         column=alt.Column("scenario:N", title="scenario"),
         title=title("Latency against throughput: p99 (ms) by achieved requests/s, constant-rate runs",
-                     frame, note),
+                     frame, note, width=len(values(table, "scenario")) * (WIDTH * 2 + 20) + 60),
     )

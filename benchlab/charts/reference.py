@@ -95,5 +95,6 @@ def published(runs: "pd.DataFrame", reference: "pd.DataFrame", *, baseline: str,
     name = f" ({experiment})" if experiment else ""
     return alt.layer(bars, dots, parity).properties(
         width=WIDTH + 80, height=HEIGHT,
-        title=title(f"{metric} relative to {base} (x), ours beside the published figures{name}", ours, note),
+        title=title(f"{metric} relative to {base} (x), ours beside the published figures{name}", ours, note,
+                    width=WIDTH + 140),
     )

@@ -62,7 +62,7 @@ def resources(samples: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, ro
         width=WIDTH * 2, height=160)
     frame_for_note = runs if runs is not None else samples.iloc[0:0]
     return alt.vconcat(cpu, rss, title=title(f"{role.capitalize()} CPU (% of one core) and RSS (MiB) "
-                                              "over the measured phase", frame_for_note, note))
+                                              "over the measured phase", frame_for_note, note, width=WIDTH * 2 + 60))
 
 
 def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: str | None = None) -> "alt.VConcatChart":
@@ -103,4 +103,4 @@ def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: 
         width=WIDTH * 2, height=140)
     frame_for_note = runs if runs is not None else table.iloc[0:0]
     return alt.vconcat(rps, p99, title=title("Warm-up: requests/s and p99 (ms) per slice until steady",
-                                             frame_for_note, note))
+                                             frame_for_note, note, width=WIDTH * 2 + 60))
