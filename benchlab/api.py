@@ -196,7 +196,7 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     """restart="never": each server is started once, on its cores, and kept for all its runs."""
     name = spec.server.name
     if name not in shared:
-        jars.ensure_built(spec.server, java=spec.java, cds=spec.cds)
+        jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
         shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", base / f"{name}.server.log"))
     return shared[name]

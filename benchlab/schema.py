@@ -36,11 +36,15 @@ RESOURCES = (
     "startup_ms", "warmup_s", "warm",
 )
 
+#: A variant's settings (:mod:`benchlab.variants`), empty for a server's default. ``java_major`` is the
+#: variant's java setting (17, 25); ``java``, the run's java option, is the JVM of servers without one.
+SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "java_major")
+
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
     "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
-    "jvm_opts", "java", "cds", "repeat",
+    "jvm_opts", "java", "cds", *SETTINGS, "repeat",
 )
 
 #: The tidy frame: one row per run, these columns, in this order.

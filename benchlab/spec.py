@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import backends, cores, drivers, process, servers
+from . import backends, cores, drivers, process, servers, variants
 from .errors import UsageError
 from .load import Load, parse_duration
 
@@ -175,12 +175,19 @@ class RunSpec:
             "cds": self.cds,
             "repeat": repeat,
             "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
+            # A variant's settings, only when given: the runs of a plain server keep the keys they had.
+            **self.server.settings.asked(),
         }
+
+    @property
+    def server_java(self) -> str:
+        """The JVM the server runs on: its variant's java setting, else the ``java`` option."""
+        return self.server.settings.java or self.java
 
     def launch(self, run_id: str, log_path: Path) -> backends.Launch:
         """How a backend starts this spec's server: its port (the one asked, or a free one), cores and JVM."""
         return backends.Launch(run_id=run_id, port=self.port or self.server.port or backends.free_port(),
-                               cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.java,
+                               cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.server_java,
                                cds=self.cds, memory=self.memory, allow_remote=self.allow_remote,
                                startup_timeout=self.startup_timeout)
 
@@ -242,6 +249,7 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     java = java or os.environ.get("BENCHLAB_JAVA", "java")
     if server.kind == "spring" and backend == "local":
         process.require(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+    variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=backend)
     if server.kind == "command":
         process.require(server.command[0], f"install {server.command[0]} or give its full path")
     if port is not None:
