@@ -39,6 +39,7 @@ class Option:
     where: str
     help: str
     choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other flags for it, e.g. --factor for --factors
 
     @property
     def flag(self) -> str:
@@ -94,6 +95,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_image", "text", "both", "docker: a registry base image for the servers, e.g. eclipse-temurin:17-jre"),
     Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
     Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
+    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. "
+           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, "
+           "server_cpus)", aliases=("--factor",)),
     Option("results_dir", "text", "both", "where results are stored (default data/results)"),
     Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),
     Option("progress", "bool", "compare", "show a progress bar with an ETA"),
