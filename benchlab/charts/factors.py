@@ -67,6 +67,10 @@ def interaction(runs: "pd.DataFrame", factor: str, *, metric: str = "rps",
                        "variants": ", ".join(dict.fromkeys(group["server"])), "value": mean, "ci_low": low,
                        "ci_high": high, "n": n})
     table = pd.DataFrame(points)
+    # Two repeats can give an interval a thousand times the mean, which would flatten every line: an interval
+    # is drawn up to twice the panel's highest mean (the tooltip keeps its true ends).
+    top = 2 * table.groupby(["scenario", "load_point"])["value"].transform("max")
+    table = table.assign(bar_low=table["ci_low"].clip(lower=0), bar_high=table["ci_high"].clip(upper=top))
     x = alt.X("setting:O", title=factor, sort=settings, axis=alt.Axis(labelAngle=0))
     color = alt.Color("base:N", title="server", scale=alt.Scale(domain=sorted(table["base"].unique())))
     base = alt.Chart().encode(x=x, color=color)  # the data sits on the layer, as a facet needs
@@ -79,8 +83,8 @@ def interaction(runs: "pd.DataFrame", factor: str, *, metric: str = "rps",
     )
     layers = [lines]
     if table["ci_low"].map(number).notna().any():  # a cell of one run has no interval: no error bar layer
-        layers.append(base.transform_filter("isValid(datum.ci_low)").mark_errorbar(ticks=True).encode(
-            y=alt.Y("ci_low:Q", title=metric), y2="ci_high:Q"))
+        layers.append(base.transform_filter("isValid(datum.bar_low)").mark_errorbar(ticks={"size": 10}).encode(
+            y=alt.Y("bar_low:Q", title=metric), y2="bar_high:Q"))
     return alt.layer(*layers, data=table).properties(width=220, height=HEIGHT).facet(
         column=alt.Column("scenario:N", title="scenario"),
         row=alt.Row("load_point:N", title=None, sort=order),
