@@ -54,7 +54,8 @@ RESTARTS = ("each-run", "never")
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow or http://127.0.0.1:PORT/PATH"),
+    Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow, a variant such as "
+           "spring-tomcat+vt@java25, or http://127.0.0.1:PORT/PATH"),
     Option("servers", "texts", "compare", "the servers to compare, comma separated; the first is the baseline"),
     Option("scenario", "text", "run", "hello, json, reflect, sleep, sleep:<ms>, echo (or a path for your own server)"),
     Option("scenarios", "texts", "compare", "one or more scenarios, comma separated"),
