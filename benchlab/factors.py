@@ -13,8 +13,12 @@ is one more server of the comparison, named after its settings (``spring-tomcat+
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The settings a comparison can vary, and what each is called in the runs frame.
 COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",
@@ -106,7 +110,7 @@ def base_name(server: str) -> str:
     return server.partition("@")[0].split("+")[0]
 
 
-def verdicts(runs, metric: str = "rps", *, alpha: float = 0.05):
+def verdicts(runs: "pd.DataFrame", metric: str = "rps", *, alpha: float = 0.05) -> "pd.DataFrame":
     """Each variant against the first variant of the same server (the factors' first values), per cell.
 
     The rows are those of :func:`benchlab.stats.verdicts`; ``baseline`` names the variant compared with.
@@ -131,7 +135,7 @@ def verdicts(runs, metric: str = "rps", *, alpha: float = 0.05):
     return pd.concat(frames, ignore_index=True)
 
 
-def verified(records) -> "pd.DataFrame":  # noqa: F821
+def verified(records) -> "pd.DataFrame":
     """What each variant asked and what its server reported, one row per server and setting.
 
     ``status`` is ``ok``, ``mismatch`` (the run failed) or ``not verified`` (the server's /info lacks it);
