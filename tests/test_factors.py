@@ -244,3 +244,12 @@ def test_a_setting_the_server_did_not_take_fails_the_run_naming_asked_and_got(tm
     assert record.status == "failed", "a heap of 64m was taken for the 256m asked"
     assert "did not take its settings (heap asked '256m', got " in record.error
     assert record.metadata["settings"][0]["status"] == "mismatch"
+
+
+def test_server_cpus_as_a_factor_runs_the_server_on_one_core_here(tmp_path):
+    """This machine has 2 cores: one for the server, the other for the load (more in the README)."""
+    suite = benchlab.compare(["spring-jetty"], ["hello"], repeats=1, factors={"server_cpus": ["0"]},
+                             results_dir=tmp_path, progress=False, **SHORT)
+    assert suite.runs[["status", "server", "server_cpus", "load_cpus"]].values.tolist() == [
+        ["ok", "spring-jetty", "0", "1"]]
+    assert suite.records[0].metadata["backend"]["cpus"] == [0]
