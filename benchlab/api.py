@@ -75,7 +75,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
             backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
             port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
-            load_docker_host=None, results_dir=None, label=None, progress=True, on_run=None):
+            load_docker_host=None, factors=None, results_dir=None, label=None, progress=True, on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -96,6 +96,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         ``max_repeats`` rounds, which the result then says (``Suite.precision``). The rule looks only at
         the width of the intervals, never at significance, so the tests keep their level.
     restart : "each-run" (a fresh server every run, the default) or "never" (each server started once)
+    factors : server settings crossed with every server, e.g. ``{"virtual_threads": [False, True],
+        "java": [17, 25]}``: each combination is one more server, named after its settings
+        (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See
+        :mod:`benchlab.factors`.
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
 
@@ -121,7 +125,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2:
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
     runs = matrix(servers, scenarios, connections, max_repeats if by_precision else repeats, order=order, seed=seed,
-                  load=load, users=users, loops=loops, rates=rates, options=_per_run(locals()))
+                  load=load, users=users, loops=loops, rates=rates, options=_per_run(locals()), factors=factors)
     names = list(dict.fromkeys(spec.server.name for _, spec in runs))
     if baseline is not None:
         baseline = baseline if baseline in names else _server_name(baseline)
@@ -197,7 +201,7 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     """restart="never": each server is started once, on its cores, and kept for all its runs."""
     name = spec.server.name
     if name not in shared:
-        jars.ensure_built(spec.server, java=spec.java, cds=spec.cds)
+        jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
         shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", base / f"{name}.server.log"))
     return shared[name]

@@ -52,7 +52,7 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
         if option.kind == "bool":
             parser.add_argument(option.flag, action=argparse.BooleanOptionalAction, **extra)
         elif option.kind == "repeat":
-            parser.add_argument(option.flag, action="append", metavar="VALUE", **extra)
+            parser.add_argument(option.flag, *option.aliases, action="append", metavar="VALUE", **extra)
         else:
             metavar = None if option.choices else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else "")
             parser.add_argument(option.flag, type=_SCALARS.get(option.kind, str), metavar=metavar, **extra)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 
+from . import factors as factor_specs
 from . import servers as server_names
 from .errors import UsageError
 from .spec import ORDERS, RunSpec, prepare
@@ -56,13 +57,15 @@ def run_name(spec: RunSpec, repeat: int) -> str:
 
 
 def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,
-           load="duration", users=None, loops=None, rates=None, options: dict | None = None
+           load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
            ) -> list[tuple[int, RunSpec]]:
     """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.
 
     Each repeat runs every cell and every server once before the next repeat starts (A B C A B C), so a
     drift on the machine hits every server alike; ``order="shuffled"`` shuffles inside each repeat.
     ``options`` are the per-run options of :func:`benchlab.spec.prepare`; each spec is checked there.
+    ``factors`` (:mod:`benchlab.factors`) add each server's variants beside it and repeat each cell per
+    value of a run option such as ``server_cpus``.
     """
     server_list = as_list(servers, "servers") if servers is not None else []
     if not server_list or server_list == [None]:
@@ -71,15 +74,20 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
         raise UsageError(f"repeats must be a whole number of 1 or more, not {repeats!r}")
     if order not in ORDERS:
         raise UsageError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
+    factors = factor_specs.parse(factors)
+    server_list = factor_specs.cross(server_list, factors)
     names = [server_names.get(s).name for s in server_list]
     if len(set(names)) != len(names):
         raise UsageError(f"servers lists one server twice: {', '.join(names)}")
     # The matrix sets the load model and its points; the rest are the same for every run.
     common = {k: v for k, v in (options or {}).items() if k not in ("load", "connections", "users", "loops", "rate")}
+    varied = factor_specs.run_options(factors, common)
+    common = {k: v for k, v in common.items() if k not in varied[0]}
     cells = []
     for scenario in as_list(scenarios, "scenarios"):
         for point in load_points(load, connections, users, loops, rates):
-            cells.append([prepare(s, scenario, load=load, **common, **point) for s in server_list])
+            for setting in varied:
+                cells.append([prepare(s, scenario, load=load, **common, **point, **setting) for s in server_list])
     rng = random.Random(seed)
     runs = []
     for repeat in range(1, repeats + 1):

@@ -14,7 +14,7 @@ import secrets
 import urllib.parse
 from pathlib import Path
 
-from . import backends, drivers, jars, metadata, servers, steady
+from . import backends, drivers, jars, metadata, servers, steady, variants
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -107,7 +107,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     driver = drivers.get(spec.driver, spec.load.model)
-    jars.ensure_built(spec.server, java=spec.java, cds=spec.cds and spec.backend == "local")
+    jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds and spec.backend == "local")
     started_at = now()
     backend = backends.get(spec.backend, **spec.backend_options)
     phase = on_phase or (lambda name: None)
@@ -126,6 +126,12 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         phase("verify")
         status, headers, body = verify(instance.url, spec.scenario)
         info = _server_info(instance.url, spec.server)
+        checks = variants.check(spec.server.settings, info)
+        wrong = variants.mismatch(spec.server.name, checks)
+        if wrong:  # a failed run, recorded with what the server said it runs
+            error = ServerError(wrong)
+            error.metadata = {"server": info, "settings": checks}
+            raise error
         runner = backend.load_runner()  # docker may run the load tool in its own container
         phase("warmup")
         warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=run_dir,
@@ -147,11 +153,12 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         raise _died(spec, instance, log_path)
 
     resources["startup_ms"] = instance.startup_ms
-    meta = metadata.collect(java=spec.java if spec.server.kind == "spring" else "java", driver=spec.driver)
+    meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java", driver=spec.driver)
     meta.update(
         server=info,
         accept_queue=metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring" else {},
-        launch=(jars.prepare_cds(spec.server, spec.java).metadata() if spec.cds else {"launch": "jar"})
+        settings=checks,
+        launch=(jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"})
         if spec.server.kind == "spring" and spec.backend == "local" else None,
         backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
                  "argv": instance.metadata.get("argv")},
@@ -178,7 +185,8 @@ def _files(run_dir: Path) -> tuple[str, ...]:
 def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
            started_at: str, label) -> Run:
     """Store and return the record of a run that failed: no metrics, the error, the files it left."""
-    record = Run(id=run_id, params=spec.params(repeat), metrics={}, metadata={}, status="failed",
+    record = Run(id=run_id, params=spec.params(repeat), metrics={}, metadata=getattr(error, "metadata", {}),
+                 status="failed",
                  error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
                  started_at=started_at, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
     save(record, run_dir)

@@ -63,11 +63,15 @@ ACCEPT_QUEUE_NOTE = ("{connections:.0f} connections opened at once against an ac
                      "server's {setting:.0f}, capped by the kernel's somaxconn {somaxconn:.0f}): raise the "
                      "server's setting (Tomcat: server.tomcat.accept-count) or open fewer connections")
 
+#: A variant's settings (:mod:`benchlab.variants`), empty for a server's default. ``java_major`` is the
+#: variant's java setting (17, 25); ``java``, the run's java option, is the JVM of servers without one.
+SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "java_major")
+
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
     "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
-    "jvm_opts", "java", "cds", "repeat",
+    "jvm_opts", "java", "cds", *SETTINGS, "repeat",
 )
 
 #: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one

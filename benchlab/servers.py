@@ -14,12 +14,14 @@ from __future__ import annotations
 import ipaddress
 import shlex
 import urllib.parse
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import home
 from .errors import UsageError
 from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, prepare_cds
+from .variants import Settings, parse_name, settings
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,40 @@ class Server:
     image: str | None = None
     flavour: str | None = None
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    settings: Settings = Settings()
+
+    @classmethod
+    def spring(cls, flavour: str, *, java=None, virtual_threads=None, max_threads=None, gc=None,
+               heap=None) -> "Server":
+        """A built-in server, with settings: a variant named after them (:mod:`benchlab.variants`).
+
+        ``java`` is 17, 25 or a JDK's path; ``virtual_threads`` needs Java 21+; ``max_threads`` is the
+        server's request pool maximum; ``gc`` is g1, parallel or z; ``heap`` the -Xmx size. None leaves
+        the server's default.
+
+        Example
+        -------
+        >>> Server.spring("tomcat", java=25, virtual_threads=True).name
+        'spring-tomcat+vt@java25'
+        """
+        flavour = flavour.removeprefix("spring-")
+        if flavour not in FLAVOURS:
+            raise UsageError(f"unknown server {flavour!r}: choose one of {', '.join(FLAVOURS)}")
+        return _spring(flavour).with_settings(java=java, virtual_threads=virtual_threads,
+                                              max_threads=max_threads, gc=gc, heap=heap)
+
+    def with_settings(self, **given) -> "Server":
+        """This built-in server with more settings (None keeps a setting as it is); its name says them all."""
+        if self.kind != "spring":
+            raise UsageError(f"settings such as {', '.join(given)} apply to the built-in Spring servers, not to "
+                             f"{self.name}; set them in its own command")
+        current = self.settings
+        now = {"java": current.java, "virtual_threads": current.virtual_threads,
+               "max_threads": current.max_threads, "gc": current.gc, "heap": current.heap}
+        now.update({k: v for k, v in given.items() if v is not None})
+        checked = settings(self.flavour, **now)
+        base = f"spring-{self.flavour}"
+        return dataclasses.replace(self, name=base + checked.mark(), settings=checked)
 
     @classmethod
     def from_command(cls, argv: list[str] | str, *, port: int | None = None, path: str = "/",
@@ -156,7 +192,8 @@ class Server:
             start = prepare_cds(self, java) if cds else Cds(jar=self.jar)
             share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
             # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
-            return [java, *share, *jvm_opts, "-jar", start.jar, f"--server.port={port}", f"--server.address={host}"]
+            return [java, *share, *self.settings.jvm_options(), *jvm_opts, "-jar", start.jar,
+                    *self.settings.arguments(self.flavour), f"--server.port={port}", f"--server.address={host}"]
         if self.kind == "command":
             return [a.replace("{port}", str(port)) for a in self.command]
         raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
@@ -183,6 +220,10 @@ def get(server: str | Server) -> Server:
         return _spring(server.removeprefix("spring-"))
     if isinstance(server, str) and server in FLAVOURS:
         return _spring(server)
+    if isinstance(server, str) and ("+" in server or "@" in server):
+        base, given = parse_name(server)
+        if base in BUILTINS or base in FLAVOURS:
+            return Server.spring(base, **given)
     raise UsageError(
         f"unknown server {server!r}: choose one of {', '.join(BUILTINS)}, or use "
         "Server.from_command([...]) / Server.from_url('http://127.0.0.1:PORT/PATH')"

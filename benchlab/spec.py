@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import backends, cores, drivers, process, servers
+from . import backends, cores, drivers, process, servers, variants
 from .errors import UsageError
 from .load import Load, parse_duration
 
@@ -39,6 +39,7 @@ class Option:
     where: str
     help: str
     choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other flags for it, e.g. --factor for --factors
 
     @property
     def flag(self) -> str:
@@ -53,7 +54,8 @@ RESTARTS = ("each-run", "never")
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow, spring-webflux or http://127.0.0.1:PORT/PATH"),
+    Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow, spring-webflux, a "
+           "variant such as spring-tomcat+vt@java25, or http://127.0.0.1:PORT/PATH"),
     Option("servers", "texts", "compare", "the servers to compare, comma separated; the first is the baseline"),
     Option("scenario", "text", "run", "hello, json, reflect, sleep, sleep:<ms>, echo (or a path for your own server)"),
     Option("scenarios", "texts", "compare", "one or more scenarios, comma separated"),
@@ -94,6 +96,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_image", "text", "both", "docker: a registry base image for the servers, e.g. eclipse-temurin:17-jre"),
     Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
     Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
+    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. "
+           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, "
+           "server_cpus)", aliases=("--factor",)),
     Option("results_dir", "text", "both", "where results are stored (default data/results)"),
     Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),
     Option("progress", "bool", "compare", "show a progress bar with an ETA"),
@@ -175,12 +180,19 @@ class RunSpec:
             "cds": self.cds,
             "repeat": repeat,
             "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
+            # A variant's settings, only when given: the runs of a plain server keep the keys they had.
+            **self.server.settings.asked(),
         }
+
+    @property
+    def server_java(self) -> str:
+        """The JVM the server runs on: its variant's java setting, else the ``java`` option."""
+        return self.server.settings.java or self.java
 
     def launch(self, run_id: str, log_path: Path) -> backends.Launch:
         """How a backend starts this spec's server: its port (the one asked, or a free one), cores and JVM."""
         return backends.Launch(run_id=run_id, port=self.port or self.server.port or backends.free_port(),
-                               cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.java,
+                               cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.server_java,
                                cds=self.cds, memory=self.memory, allow_remote=self.allow_remote,
                                startup_timeout=self.startup_timeout)
 
@@ -242,6 +254,7 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     java = java or os.environ.get("BENCHLAB_JAVA", "java")
     if server.kind == "spring" and backend == "local":
         process.require(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+    variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=backend)
     if server.kind == "command":
         process.require(server.command[0], f"install {server.command[0]} or give its full path")
     if port is not None:

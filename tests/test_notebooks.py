@@ -290,3 +290,26 @@ def test_panel_reports_a_bad_duration_in_its_status_line(no_jvm_left):
     panel.servers.value = ()
     with pytest.raises(report.UsageError, match="no server chosen"):
         panel.run()
+
+
+def test_factors_notebook_shows_what_each_variant_ran_with_the_interaction_and_the_verdicts(tmp_path, jars):
+    results = tmp_path / "factors-results"
+    done = report.execute(NOTEBOOKS / "factors.ipynb", {**TINY, "servers": ["spring-tomcat"], "repeats": 2,
+                                                        "results_dir": str(results)}, output=tmp_path / "factors.ipynb")
+    assert errors(done.ipynb) == []
+    runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    assert sorted({(r["params"]["server"], r["params"]["scenario"]) for r in runs}) == [
+        ("spring-tomcat+vt@java25", "hello"), ("spring-tomcat+vt@java25", "sleep:50"),
+        ("spring-tomcat@java25", "hello"), ("spring-tomcat@java25", "sleep:50")]
+    assert all(r["metadata"]["settings"][0] == {"setting": "java", "asked": 25, "got": r["metadata"]["server"]["java_version"],
+                                                "status": "ok"} for r in runs)
+    spec = charts_in(done.ipynb)[0]
+    assert spec["title"]["text"] == "rps by virtual_threads: one line per server"
+    assert {(d["base"], d["setting"]) for d in list(spec["datasets"].values())[0]} == {
+        ("spring-tomcat", "false"), ("spring-tomcat", "true")}
+    text = text_of(done.ipynb)
+    assert "spring-tomcat+vt@java25 vs spring-tomcat@java25: " in text
+    assert "virtual_threads" in text and "runs" in text, "the verified-settings table"
+    again = report.execute(NOTEBOOKS / "factors.ipynb", {"run": False, "results_dir": str(results)},
+                           output=tmp_path / "again.ipynb")
+    assert errors(again.ipynb) == [] and "spring-tomcat+vt@java25 vs spring-tomcat@java25: " in text_of(again.ipynb)

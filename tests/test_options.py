@@ -37,7 +37,7 @@ def test_prepare_checks_every_per_run_option():
     assert set(inspect.signature(spec.prepare).parameters) == per_run
     compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
     assert compare_only == {"servers", "scenarios", "repeats", "precision", "max_repeats", "rates", "order", "seed",
-                            "restart", "baseline", "progress"}
+                            "restart", "baseline", "factors", "progress"}
 
 
 def test_the_notebook_takes_every_compare_option():

@@ -26,6 +26,7 @@ Example
 
 from __future__ import annotations
 
+from .factors import interaction
 from .frames import NINES_TICKS, describe, machine, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
@@ -41,6 +42,7 @@ __all__ = [
     "warmup",
     "published",
     "rate_sweep",
+    "interaction",
     "describe",
     "machine",
     "NINES_TICKS",
