@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -29,6 +28,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from .errors import ResultsError
+from .results import parse_json, write_atomic
 
 FORMAT = "benchlab-latency"
 FORMAT_VERSION = 1
@@ -201,14 +201,8 @@ class Histogram:
 
     def save(self, directory: Path) -> Path:
         """Write ``directory/latency.json`` atomically (a temporary file, then a rename); return its path."""
-        # not results.write_atomic: results reads histograms (through tails), so it cannot be imported here
         path = Path(directory) / FILE
-        temporary = path.with_name(f".{FILE}.{os.getpid()}.tmp")
-        try:
-            temporary.write_text(json.dumps(self.to_json(), separators=(",", ":")) + "\n")
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_atomic(path, json.dumps(self.to_json(), separators=(",", ":")) + "\n")
         return path
 
 
@@ -220,7 +214,7 @@ def read(directory: str | Path | None) -> Histogram | None:
     if not path.exists():
         return None
     try:
-        doc = json.loads(path.read_text())
+        doc = parse_json(path)
     except (OSError, ValueError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
     return Histogram.from_json(doc, source=str(path))

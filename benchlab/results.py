@@ -184,7 +184,8 @@ def save(run: Run, directory: Path) -> Path:
     return path
 
 
-def _parse(path: Path) -> dict:
+def parse_json(path: Path) -> dict:
+    """The JSON document at ``path``: through orjson where installed, else json."""
     # orjson, where installed, parses twice as fast; it refuses what json.dumps can write and it cannot
     # (NaN, integers beyond 64 bits), and then json reads the file as it always did.
     try:
@@ -200,7 +201,7 @@ def _parse(path: Path) -> dict:
 def read(path: Path) -> Run:
     path = path if isinstance(path, Path) else Path(path)  # find() gives Paths: parsing them again cost 0.1 s
     try:
-        doc = _parse(path)
+        doc = parse_json(path)
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
     return Run.from_json(doc, source=str(path), directory=str(path.parent))
