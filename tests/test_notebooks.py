@@ -163,10 +163,11 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
                    r["params"]["loops"]) for r in runs if r["params"]["server"] == "spring-jetty") == [
         ("jmeter", "count", "reflect", 100, 10), ("wrk", "count", "reflect", 100, 10),
         ("wrk", "duration", "hello", None, None)]
-    # The verdict table is the first table the notebook shows, and the report's: one row per claim, each
-    # with a verdict word and its sentence.
+    # The header of what was measured opens the notebook; the verdict table is the first table after it,
+    # in the notebook and in the report: one row per claim, each with a verdict word and its sentence.
     tables = [o["data"]["text/html"] for _, o in outputs(done.ipynb) if "text/html" in o.get("data", {})]
-    first = tables[0]
+    assert "benchlab-header" in tables[0] and "What was measured" in tables[0]
+    first = tables[1]
     table = claims.read()
     rows = re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S)
     assert [claim for claim, _ in rows] == list(table["claim"])

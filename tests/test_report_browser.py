@@ -174,7 +174,7 @@ def test_static_charts_fit_in_their_image(rendered, browser):
     nb = nbformat.read(str(rendered.ipynb), as_version=4)
     svgs = [o["data"]["image/svg+xml"] for cell in nb.cells for o in cell.get("outputs", [])
             if "image/svg+xml" in o.get("data", {})]
-    assert len(svgs) == 3
+    assert len(svgs) == 4, "throughput, latency, the merged spectrum and the resources (a fixed warm-up draws no curve)"
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     for svg in svgs:
         page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
