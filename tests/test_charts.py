@@ -322,3 +322,10 @@ def test_a_sweep_draws_each_setting_as_its_own_line():
     one = charts.sweep(frame(*[timed("spring-tomcat", c, 2.0) for c in (16, 64)])).to_dict()
     assert "strokeDash" not in layers(one)[0]["encoding"]
     rendered(charts.sweep(frame(*[timed("spring-tomcat", c, d) for c in (16, 64) for d in (2.0, 3.0)])))
+
+
+def test_describe_names_an_auto_warm_up_without_a_number():
+    # warmup="auto" (the default) is stored as the word; describe() once formatted it as a number and failed
+    runs = frame(make_run("spring-tomcat", 1))
+    runs["warmup"] = "auto"
+    assert "2 s measured after auto warm-up" in charts.describe(runs)
