@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -64,9 +65,66 @@ def representative(index) -> np.ndarray:
     return UNIT * np.power(RATIO, np.asarray(index, dtype=float))
 
 
+class Buckets(Mapping):
+    """A histogram's ``{bucket index: count}``, held as two arrays: the sorted indexes and their positive counts.
+
+    It reads as a mapping; merging and percentiles use the arrays. (As Python dicts, 10,000 runs' buckets
+    were millions of objects: seconds to build and to walk in every garbage collection.)
+    """
+
+    __slots__ = ("index", "found")
+
+    def __init__(self, index: np.ndarray, found: np.ndarray):
+        self.index, self.found = index, found
+
+    @classmethod
+    def of(cls, counts) -> "Buckets":
+        """Any ``{index: count}`` (or a Buckets), sorted, without empty buckets; negative counts refused."""
+        if isinstance(counts, Buckets):  # made by of_arrays, or by a builder that sorted its own
+            return counts
+        n = len(counts)
+        return cls.of_arrays(np.fromiter((int(i) for i in counts), dtype=np.int64, count=n),
+                             np.fromiter((int(c) for c in counts.values()), dtype=np.int64, count=n))
+
+    @classmethod
+    def of_arrays(cls, index, found) -> "Buckets":
+        index, found = np.asarray(index, dtype=np.int64), np.asarray(found, dtype=np.int64)
+        if index.shape != found.shape or index.ndim != 1:
+            raise ValueError(f"{index.size} bucket indexes but {found.size} counts")
+        if len(found) and found.min() <= 0:
+            if found.min() < 0:
+                raise ValueError("a histogram's counts cannot be negative")
+            index, found = index[found > 0], found[found > 0]
+        if (np.diff(index) <= 0).any():  # unsorted or repeated: add the counts of each index
+            index, inverse = np.unique(index, return_inverse=True)
+            found = np.bincount(inverse, weights=found, minlength=len(index)).astype(np.int64)
+        return cls(index, found)
+
+    def __getitem__(self, key) -> int:
+        at = int(np.searchsorted(self.index, key))
+        if at < len(self.index) and self.index[at] == key:
+            return int(self.found[at])
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self.index.tolist())
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Buckets):
+            return np.array_equal(self.index, other.index) and np.array_equal(self.found, other.found)
+        return Mapping.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        return f"Buckets({dict(zip(self.index.tolist(), self.found.tolist()))})"
+
+
 @dataclass(frozen=True)
 class Histogram:
-    """Counts per log bucket (``{index: count}``, sorted), the zeros, and the exact count, sum, min and max.
+    """Counts per log bucket (``{index: count}``, held as :class:`Buckets`), the zeros, and the exact count,
+    sum, min and max.
 
     Build it with :meth:`of` (raw latencies) or :meth:`of_counts` (value, count pairs); ``a + b`` merges.
     ``source`` says where the latencies came from, and what the tool did to them (wrk's correction).
@@ -80,30 +138,13 @@ class Histogram:
     source: str = ""
 
     def __post_init__(self) -> None:
-        try:  # the fast path: the sorted int keys and positive counts every builder and the file give
-            index = np.fromiter(self.counts, dtype=np.int64, count=len(self.counts))
-            counts = np.fromiter(self.counts.values(), dtype=np.int64, count=len(self.counts))
-        except (TypeError, ValueError):
-            index = counts = None
-        if self.zeros < 0 or (counts is not None and (counts < 0).any()):
+        if self.zeros < 0:
             raise ValueError("a histogram's counts cannot be negative")
-        if counts is None or not ((counts > 0).all() and (np.diff(index) > 0).all()):
-            object.__setattr__(self, "counts", {int(i): int(self.counts[i]) for i in sorted(self.counts)
-                                                if self.counts[i]})
-        else:
-            object.__setattr__(self, "_arrays", (index, counts))
-        if any(c < 0 for c in self.counts.values()):
-            raise ValueError("a histogram's counts cannot be negative")
+        object.__setattr__(self, "counts", Buckets.of(self.counts))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(bucket indexes, counts)`` as arrays, in bucket order; made once (merging 10,000 runs asks often)."""
-        made = self.__dict__.get("_arrays")
-        if made is None:
-            n = len(self.counts)
-            made = (np.fromiter(self.counts, dtype=np.int64, count=n),
-                    np.fromiter(self.counts.values(), dtype=np.int64, count=n))
-            object.__setattr__(self, "_arrays", made)
-        return made
+        """``(bucket indexes, counts)`` as arrays, in bucket order."""
+        return self.counts.index, self.counts.found
 
     # -- building ----------------------------------------------------------------------------------------
     @classmethod
@@ -126,15 +167,14 @@ class Histogram:
         positive = values > 0
         index, inverse = np.unique(buckets(values[positive]), return_inverse=True)
         summed = np.bincount(inverse, weights=weights[positive], minlength=len(index)).astype(np.int64)
-        return cls(counts=dict(zip(index.tolist(), summed.tolist())), zeros=int(weights[~positive].sum()),
+        return cls(counts=Buckets(index.astype(np.int64), summed), zeros=int(weights[~positive].sum()),
                    total=float(np.dot(np.clip(values, 0, None), weights)) if len(values) else 0.0,
                    min=float(values.min()) if len(values) else math.nan,
                    max=float(values.max()) if len(values) else math.nan, source=source)
 
     def __add__(self, other: "Histogram") -> "Histogram":
-        merged = dict(self.counts)
-        for index, count in other.counts.items():
-            merged[index] = merged.get(index, 0) + count
+        merged = Buckets.of_arrays(np.concatenate([self.counts.index, other.counts.index]),
+                                   np.concatenate([self.counts.found, other.counts.found]))
         sources = " + ".join(dict.fromkeys(s for s in (self.source, other.source) if s))
         return Histogram(counts=merged, zeros=self.zeros + other.zeros, total=self.total + other.total,
                          min=float(np.nanmin([self.min, other.min])) if self.count + other.count else math.nan,
@@ -152,7 +192,7 @@ class Histogram:
     # -- reading -----------------------------------------------------------------------------------------
     @property
     def count(self) -> int:
-        return self.zeros + sum(self.counts.values())
+        return self.zeros + int(self.counts.found.sum())
 
     @property
     def mean(self) -> float:
@@ -175,7 +215,7 @@ class Histogram:
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": FORMAT_VERSION, "unit": UNIT, "ratio": RATIO, "source": self.source,
                 "count": self.count, "sum": self.total, "min": _number(self.min), "max": _number(self.max),
-                ZERO: self.zeros, "index": list(self.counts), "counts": list(self.counts.values())}
+                ZERO: self.zeros, "index": self.counts.index.tolist(), "counts": self.counts.found.tolist()}
 
     @classmethod
     def from_json(cls, doc: dict, *, source: str = "") -> "Histogram":
@@ -188,12 +228,14 @@ class Histogram:
         if doc.get("unit") != UNIT or doc.get("ratio") != RATIO:
             raise ResultsError(f"{source} has buckets of another size (unit {doc.get('unit')}, ratio "
                                f"{doc.get('ratio')}): it cannot be merged with this benchlab's")
-        # "index" and "counts": two lists, which json reads in C; a {bucket: count} object ("buckets") too
-        pairs = (zip(doc["index"], doc["counts"]) if "index" in doc else
-                 ((int(i), c) for i, c in doc["buckets"].items()))
-        histogram = cls(counts=dict(pairs), zeros=int(doc.get(ZERO, 0)),
-                        total=float(doc["sum"]), min=_nan(doc["min"]), max=_nan(doc["max"]),
-                        source=doc.get("source", ""))
+        # "index" and "counts": two lists, which become arrays at once; a {bucket: count} object ("buckets") too
+        try:
+            counts = (Buckets.of_arrays(doc["index"], doc["counts"]) if "index" in doc else
+                      Buckets.of({int(i): c for i, c in doc["buckets"].items()}))
+            histogram = cls(counts=counts, zeros=int(doc.get(ZERO, 0)), total=float(doc["sum"]),
+                            min=_nan(doc["min"]), max=_nan(doc["max"]), source=doc.get("source", ""))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultsError(f"{source}: cannot read its buckets ({exc}): the file is damaged") from None
         if histogram.count != doc["count"]:
             raise ResultsError(f"{source}: its buckets hold {histogram.count} latencies, not the {doc['count']} "
                                "it says: the file is damaged")
@@ -210,11 +252,11 @@ def read(directory: str | Path | None) -> Histogram | None:
     """The histogram stored in a run's directory, or None when it has none (an imported or older run)."""
     if directory is None:
         return None
-    path = Path(directory) / FILE
-    if not path.exists():
-        return None
+    path = os.path.join(directory, FILE)
     try:
         doc = parse_json(path)
+    except FileNotFoundError:
+        return None
     except (OSError, ValueError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
     return Histogram.from_json(doc, source=str(path))

@@ -64,7 +64,8 @@ class Suite:
         if self._histograms is None:
             from .histogram import read
 
-            self._histograms = tuple(read(r.directory) for r in self.records)
+            with collector_paused():  # as for run.json: the parsed lists would make the collector walk the heap
+                self._histograms = tuple(read(r.directory) for r in self.records)
         return self._histograms
 
     @property

@@ -215,6 +215,26 @@ def test_the_run_bootstrap_draws_only_runs_that_exist():
     assert all(min(abs(d / v - 1) for v in (0.001, 0.002, 0.003)) <= RESOLUTION for d in draws[:, 0])
 
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_windowed_bootstrap_gives_exactly_the_percentiles_of_the_whole_merge(seed):
+    # drawn() multiplies only the buckets near each percentile; it must equal merging every bucket
+    rng = np.random.default_rng(seed)
+    runs = [Histogram.of(np.concatenate([lognormal(int(rng.integers(50, 3_000)), seed * 100 + i,
+                                                   median=0.001 * rng.uniform(0.5, 4), sigma=rng.uniform(0.2, 1.5)),
+                                         np.zeros(int(rng.integers(0, 3)))]))
+            for i in range(int(rng.integers(2, 150)))]
+    index, counts, mins, maxes = tails._matrix(runs)
+    weights = rng.multinomial(len(runs), [1 / len(runs)] * len(runs), size=300)
+    weights[0] = 0  # an empty draw: no percentiles
+    weights[1] = 0
+    weights[1, 0] = len(runs)  # one run drawn every time: its own percentiles
+    qs = [0.01, 1, 50, 90, 99, 99.9, 99.99, 100]
+    got = tails.drawn(index, counts, weights, qs, mins.min(), maxes.max())
+    want = histogram.quantiles(index, weights @ counts, qs, mins.min(), maxes.max())
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[0, :-1]).all() and got[1, 2] == pytest.approx(runs[0].percentile(50), rel=1e-12)
+
 # --- real runs: every driver keeps its histogram; merged cells against the raw per-request log ----------------
 
 @pytest.fixture(scope="module")
