@@ -259,7 +259,7 @@ def read(directory: str | Path | None) -> Histogram | None:
         return None
     except (OSError, ValueError) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from None
-    return Histogram.from_json(doc, source=str(path))
+    return Histogram.from_json(doc, source=path)
 
 
 def quantiles(index: np.ndarray, counts: np.ndarray, qs: Iterable[float], low, high) -> np.ndarray:
@@ -267,23 +267,33 @@ def quantiles(index: np.ndarray, counts: np.ndarray, qs: Iterable[float], low, h
 
     ``index`` is the sorted bucket indexes (K), ``counts`` a (rows, 1 + K) array whose first column counts
     the zeros; the result is (rows, len(qs)) in seconds, clamped to ``[low, high]`` (each row's exact
-    extremes: numbers, or arrays of one per row), NaN for an empty row. The resampling of runs calls this
-    with one row per resample.
+    extremes: numbers, or arrays of one per row), NaN for an empty row.
 
     >>> quantiles(np.array([0, 694]), np.array([[1, 1, 2]]), [50, 100], 0.0, 0.002).round(6).tolist()
     [[1e-06, 0.002]]
     """
     qs = np.asarray(list(qs), dtype=float)
+    cumulative = np.cumsum(counts, axis=1)
+    totals = cumulative[:, -1]
+    rank = ranks(qs, totals)
+    found = np.array([np.searchsorted(row, r, side="left") for row, r in zip(cumulative, rank)]).reshape(rank.shape)
+    return read_off(index, found, totals, qs, low, high)
+
+
+def ranks(qs: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """The nearest rank of each percentile ``qs`` in histograms of ``totals`` latencies: (rows, len(qs))."""
+    # round() first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, whose ceiling is 1000.
+    return np.maximum(1, np.ceil(np.round(qs[None, :] * np.reshape(totals, (-1, 1)) / 100.0, 9)))
+
+
+def read_off(index: np.ndarray, found: np.ndarray, totals: np.ndarray, qs: np.ndarray, low, high) -> np.ndarray:
+    """The latencies at the bucket positions ``found`` (0 for the zeros, then ``index``'s), clamped to each
+    row's ``[low, high]``; NaN where a row is empty, and the exact ``high`` for the 100th percentile."""
     low = np.reshape(np.asarray(low, dtype=float), (-1, 1))
     high = np.reshape(np.asarray(high, dtype=float), (-1, 1))
     values = np.concatenate([[0.0], representative(index)])
-    cumulative = np.cumsum(counts, axis=1)
-    n = cumulative[:, -1:]
-    # round() first: 99.9 / 100 * 1000 is 999.0000000000001 in floating point, whose ceiling is 1000.
-    rank = np.maximum(1, np.ceil(np.round(qs[None, :] * n / 100.0, 9)))
-    found = np.array([np.searchsorted(row, r, side="left") for row, r in zip(cumulative, rank)]).reshape(rank.shape)
     result = np.clip(values[np.minimum(found, len(values) - 1)], low, high)
-    result[np.repeat(n == 0, len(qs), axis=1)] = np.nan
+    result[np.reshape(totals, -1) == 0] = np.nan
     return np.where(qs[None, :] >= 100, high, result)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import cells
-from .histogram import Histogram, quantiles, representative
+from .histogram import Histogram, quantiles, ranks, read_off
 from .schema import MERGED_COLUMNS, PERCENTILE_COLUMNS, SPECTRUM
 
 #: Cells of more runs than this are resampled 400 times rather than ``resamples`` (see :func:`resampled`).
@@ -32,7 +32,8 @@ def _matrix(histograms: list[Histogram]):
     """``(index, counts, mins, maxes)``: the runs' counts (one row each, zeros first) over every bucket from the
     lowest to the highest any run has. Bucket indexes are small integers (about 1,900 for 1 us to 100 s),
     so the dense columns need no sort of the 10,000 runs' buckets."""
-    indexes = [h.counts.index for h in histograms]
+    pairs = [h.arrays() for h in histograms]
+    indexes = [i for i, _ in pairs]
     nonempty = [i for i in indexes if len(i)]
     low = min(int(i[0]) for i in nonempty) if nonempty else 0
     high = max(int(i[-1]) for i in nonempty) if nonempty else -1
@@ -41,7 +42,7 @@ def _matrix(histograms: list[Histogram]):
     counts[:, 0] = [h.zeros for h in histograms]
     if nonempty:
         rows = np.repeat(np.arange(len(histograms)), [len(i) for i in indexes])
-        counts[rows, np.concatenate(indexes) - low + 1] = np.concatenate([h.counts.found for h in histograms])
+        counts[rows, np.concatenate(indexes) - low + 1] = np.concatenate([found for _, found in pairs])
     return index, counts, np.array([h.min for h in histograms]), np.array([h.max for h in histograms])
 
 
@@ -92,25 +93,19 @@ def drawn(index, counts, weights, qs, low, high) -> np.ndarray:
     cumulative = np.cumsum(counts, axis=1).astype(float)  # (runs, 1 + K), per run
     weights = np.asarray(weights, dtype=float)
     totals = weights @ cumulative[:, -1]
-    values = np.concatenate([[0.0], representative(index)])
+    rank = ranks(qs, totals)
     last = cumulative.shape[1] - 1
-    found = np.empty((len(weights), len(qs)), dtype=np.int64)
+    found = np.empty(rank.shape, dtype=np.int64)
     for k, q in enumerate(qs):
         # each run's first bucket whose cumulative count reaches q% of its own count
         own = (cumulative < (q * cumulative[:, -1] / 100.0)[:, None]).sum(axis=1)
         start, stop = max(int(own.min()) - 1, 0), min(int(own.max()) + 1, last)
-        rank = np.maximum(1, np.ceil(np.round(q * totals / 100.0, 9)))
-        below = (weights @ cumulative[:, start:stop + 1] < rank[:, None]).sum(axis=1)
+        below = (weights @ cumulative[:, start:stop + 1] < rank[:, k:k + 1]).sum(axis=1)
         outside = (below > stop - start) | ((below == 0) & (start > 0))
         if outside.any():
-            below[outside] = (weights[outside] @ cumulative < rank[outside, None]).sum(axis=1)
-            below[outside] -= start
+            below[outside] = (weights[outside] @ cumulative < rank[outside, k:k + 1]).sum(axis=1) - start
         found[:, k] = start + below
-    low = np.reshape(np.asarray(low, dtype=float), (-1, 1))
-    high = np.reshape(np.asarray(high, dtype=float), (-1, 1))
-    result = np.clip(values[np.minimum(found, last)], low, high)
-    result[totals == 0] = np.nan
-    return np.where(qs[None, :] >= 100, high, result)
+    return read_off(index, found, totals, qs, low, high)
 
 
 def latency(histograms, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: float = 0.05,

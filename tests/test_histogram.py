@@ -215,7 +215,6 @@ def test_the_run_bootstrap_draws_only_runs_that_exist():
     assert all(min(abs(d / v - 1) for v in (0.001, 0.002, 0.003)) <= RESOLUTION for d in draws[:, 0])
 
 
-
 @pytest.mark.parametrize("seed", range(4))
 def test_the_windowed_bootstrap_gives_exactly_the_percentiles_of_the_whole_merge(seed):
     # drawn() multiplies only the buckets near each percentile; it must equal merging every bucket
@@ -234,6 +233,7 @@ def test_the_windowed_bootstrap_gives_exactly_the_percentiles_of_the_whole_merge
     want = histogram.quantiles(index, weights @ counts, qs, mins.min(), maxes.max())
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[0, :-1]).all() and got[1, 2] == pytest.approx(runs[0].percentile(50), rel=1e-12)
+
 
 # --- real runs: every driver keeps its histogram; merged cells against the raw per-request log ----------------
 
