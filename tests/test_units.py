@@ -79,6 +79,25 @@ def test_run_round_trip(tmp_path):
     assert not list(tmp_path.glob(".*tmp")), "the atomic write leaves no temporary file"
 
 
+def test_samples_are_stored_beside_the_run_and_read_when_asked_for(tmp_path):
+    run = _run()
+    save(run, tmp_path)
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert doc["version"] == 2 and doc["samples"] == "samples.json"
+    again = read(tmp_path / "run.json")
+    (tmp_path / "samples.json").write_text("{}")  # damaged after the load: the samples are read only now
+    with pytest.raises(ResultsError, match="not a benchlab samples file"):
+        list(again.samples)
+
+
+def test_a_version_1_run_with_its_samples_inline_is_still_read(tmp_path):
+    doc = _run().to_json()
+    doc.update(version=1, samples=[[0.25, "server", 95.0, 1e8]])
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    again = read(tmp_path / "run.json")
+    assert again.samples == ((0.25, "server", 95.0, 1e8),) and again == _run()
+
+
 def test_run_checks_its_fields():
     with pytest.raises(ValueError):
         Run(id="x", params={}, metrics={"rps": -1}, metadata={})
