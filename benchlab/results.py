@@ -25,6 +25,7 @@ from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 2  # 2: the samples moved out of run.json into samples.json; version 1 kept them inline
 SAMPLES_FORMAT = "benchlab-samples"
+SAMPLES_VERSION = 1
 SAMPLES_FILE = "samples.json"
 
 _COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
@@ -59,6 +60,9 @@ class Samples(Sequence):
                 raise ResultsError(f"cannot read {self.path}: {exc}") from None
             if not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT or not isinstance(doc.get("rows"), list):
                 raise ResultsError(f"{self.path} is not a benchlab samples file: the run is damaged")
+            if not isinstance(doc.get("version"), int) or doc["version"] > SAMPLES_VERSION:
+                raise ResultsError(f"{self.path} was written by a newer benchlab (samples format version "
+                                   f"{doc.get('version')}): upgrade benchlab (pip install -U benchlab) to read it")
             self._rows = tuple(map(tuple, doc["rows"]))
         return self._rows
 
@@ -229,7 +233,7 @@ def save(run: Run, directory: Path) -> Path:
     already beside it."""
     directory = Path(directory)
     if run.samples:
-        doc = {"format": SAMPLES_FORMAT, "version": 1, "fields": list(SAMPLE_FIELDS),
+        doc = {"format": SAMPLES_FORMAT, "version": SAMPLES_VERSION, "fields": list(SAMPLE_FIELDS),
                "rows": [list(s) for s in run.samples]}
         write_atomic(directory / SAMPLES_FILE, json.dumps(doc, separators=(",", ":"), default=str) + "\n")
     path = directory / "run.json"

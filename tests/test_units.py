@@ -88,6 +88,9 @@ def test_samples_are_stored_beside_the_run_and_read_when_asked_for(tmp_path):
     (tmp_path / "samples.json").write_text("{}")  # damaged after the load: the samples are read only now
     with pytest.raises(ResultsError, match="not a benchlab samples file"):
         list(again.samples)
+    (tmp_path / "samples.json").write_text(json.dumps({"format": "benchlab-samples", "version": 99, "rows": []}))
+    with pytest.raises(ResultsError, match="newer benchlab"):
+        list(read(tmp_path / "run.json").samples)
 
 
 def test_a_version_1_run_with_its_samples_inline_is_still_read(tmp_path):
