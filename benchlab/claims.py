@@ -8,7 +8,8 @@ duration load, ``users`` for a count load) and ``scenario``. The verdict words a
 rejects at ``alpha`` and the ratio's interval excludes 1).
 
 Before any ratio, the runs must be able to judge: a claim is *not testable here* when no run is at its
-load point, when a run failed, was generator-bound or not warm (``warmup="auto"`` hit its limit), or
+load point, when a run failed, was generator-bound, not warm (``warmup="auto"`` hit its limit, or the
+JVM's counters show its JIT compiling or its GC heavy in the measured window, or the server stalled), or
 when a run's errors exceed :data:`ERROR_SHARE_LIMIT` of its requests. Its reason names the flag.
 """
 
@@ -31,7 +32,10 @@ BLOCKING = {
     "failed": "failed",
     "generator_bound": "were bound by the load generator, so they measured it, not the servers",
     "errors": "had errors above 0.1% of their requests",
-    "not_warm": "were not warm (the warm-up reached its limit before throughput settled)",
+    "not_warm": "were not warm (the warm-up reached its limit before the JVM was warm)",
+    "jit_active": "were measured while their JIT was still compiling",
+    "gc_heavy": "spent an unusual share of their measured window in GC pauses",
+    "server_idle": "had a server that stalled while the load tool was busy",
 }
 
 COLUMNS = ("claim", "source", "experiment", "load", "metric", "claim_text", "published", "ours", "low",

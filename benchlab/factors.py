@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 #: The settings a comparison can vary, and what each is called in the runs frame.
 COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",
-           "java": "java_major", "server_cpus": "server_cpus"}
+           "aot": "aot", "java": "java_major", "server_cpus": "server_cpus"}
 
 #: The factors that change the server itself (a variant); the others change the run around it.
-SERVER_SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "java")
+SERVER_SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java")
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
@@ -35,10 +35,10 @@ def _value(name: str, text):
     if not isinstance(text, str):
         return text
     text = text.strip()
-    if name == "virtual_threads":
+    if name in ("virtual_threads", "aot"):
         if text.lower() in _TRUE + _FALSE:
             return text.lower() in _TRUE
-        raise UsageError(f"virtual_threads is true or false, not {text!r}")
+        raise UsageError(f"{name} is true or false, not {text!r}")
     if name == "max_threads":
         if not text.isdigit():
             raise UsageError(f"max_threads must be a whole number of 1 or more, not {text!r}")

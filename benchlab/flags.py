@@ -18,6 +18,14 @@ TAIL_SPREAD_LIMIT = 3.0
 GENERATOR_BUSY_LIMIT = 0.90
 LITTLE_LIMIT = 3.0
 RATE_SHORTFALL_LIMIT = 0.95
+#: The measured window's compile-time share above which the JIT was still busy: the warm-up's own rule
+#: (benchlab.warmup.QUIET_SHARE), applied after the fact.
+JIT_SHARE_LIMIT = 0.05
+#: The GC pauses' share of the measured window above which the run measured the heap (hello on SerialGC
+#: at 200 connections pauses about 1-3% here).
+GC_SHARE_LIMIT = 0.10
+#: Seconds a server may sit idle while the load tool is busy before the run is a stall, not a measurement.
+IDLE_LIMIT_S = 2.0
 SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
 
 
@@ -66,7 +74,11 @@ def run_flags(row) -> list[tuple[str, str]]:
       latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
     - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
       signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
-    - ``not_warm``: ``warmup="auto"`` reached its limit before throughput settled.
+    - ``not_warm``: ``warmup="auto"`` reached its limit before the JVM was warm.
+    - ``jit_active``, ``gc_heavy``: the JVM's own counters say its JIT compiled, or its GC paused it, for
+      more than :data:`JIT_SHARE_LIMIT` / :data:`GC_SHARE_LIMIT` of the measured window.
+    - ``server_idle``: the server sat near 0% CPU for :data:`IDLE_LIMIT_S` s or more while the load tool
+      was busy: a stall, not a measurement.
     - ``drifting``: throughput in the second half of the measurement differs from the first half by more
       than the run's own noise allows (:mod:`benchlab.steady`).
 
@@ -105,6 +117,13 @@ def run_flags(row) -> list[tuple[str, str]]:
         out.append(("rate_shortfall", _explain("rate_shortfall", achieved=sent, target=target, share=sent / target)))
     if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
         out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
+    jit, gc, idle = num("jit_share"), num("gc_share"), num("server_idle_s")
+    if jit is not None and jit > JIT_SHARE_LIMIT:
+        out.append(("jit_active", _explain("jit_active", share=jit, seconds=num("jit_compile_s") or 0.0)))
+    if gc is not None and gc > GC_SHARE_LIMIT:
+        out.append(("gc_heavy", _explain("gc_heavy", share=gc)))
+    if idle is not None and idle >= IDLE_LIMIT_S:
+        out.append(("server_idle", _explain("server_idle", seconds=idle)))
     drift, limit = num("drift"), num("drift_limit")
     if drift is not None and limit is not None and abs(drift) > limit:
         out.append(("drifting", _explain("drifting", drift=drift, limit=limit)))
@@ -179,6 +198,12 @@ def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
     warmup_s = _numbers(runs, "warmup_s")
     add(np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), "not_warm",
         lambda i: _explain("not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]) or 0.0))
+    jit, compiled, gc, idle = (_numbers(runs, c) for c in ("jit_share", "jit_compile_s", "gc_share", "server_idle_s"))
+    with np.errstate(invalid="ignore"):
+        add(jit > JIT_SHARE_LIMIT, "jit_active", lambda i: _explain(
+            "jit_active", share=float(jit[i]), seconds=0.0 if np.isnan(compiled[i]) else float(compiled[i])))
+        add(gc > GC_SHARE_LIMIT, "gc_heavy", lambda i: _explain("gc_heavy", share=float(gc[i])))
+        add(idle >= IDLE_LIMIT_S, "server_idle", lambda i: _explain("server_idle", seconds=float(idle[i])))
     drift, limit = _numbers(runs, "drift"), _numbers(runs, "drift_limit")
     with np.errstate(invalid="ignore"):
         add(np.abs(drift) > limit, "drifting",

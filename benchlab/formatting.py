@@ -252,3 +252,41 @@ def runs(frame: "pd.DataFrame") -> "pd.DataFrame":
     shown["errors"] = frame["errors_total"].map(lambda v: MISSING if _number(v) is None else int(v))
     shown["server CPU"] = frame["server_cpu_mean"].map(lambda v: MISSING if _number(v) is None else f"{v:.0f}%")
     return shown.set_index("id")
+
+
+def warmups(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """How each run was warmed, for reading: the warm-up's time, its class (Barrett et al.: flat, warm-up,
+    slowdown, no steady state), when the JIT went quiet, whether the run was called warm and by which rule,
+    and what the JVM's counters say of the measured window (compile and GC shares).
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "repeat": 1, "status": "ok", "warmup": "auto",
+    ...                      "warmup_s": 96.2, "warmup_class": "warm-up", "jit_quiet_s": 85.0, "warm": True,
+    ...                      "jit_share": 0.004, "gc_share": 0.012}])
+    >>> [str(value) for value in warmups(raw).iloc[0]]
+    ['spring-jetty', '1', '96 s', 'warm-up', '85 s', 'yes', '0.4%', '1.2%']
+    """
+    import pandas as pd
+
+    def seconds(value) -> str:
+        number = _number(value)
+        return MISSING if number is None else f"{number:.0f} s"
+
+    def called(row) -> str:
+        if row.get("warmup") != "auto":
+            return "fixed, not judged"
+        return {True: "yes", False: "no: limit reached"}.get(row.get("warm"), MISSING)
+
+    ok = frame[frame["status"] == "ok"] if "status" in frame else frame
+    get = lambda column: ok[column] if column in ok else pd.Series([None] * len(ok), index=ok.index)  # noqa: E731
+    shown = pd.DataFrame({
+        "server": get("server"), "repeat": get("repeat"), "warm-up": get("warmup_s").map(seconds),
+        "class": get("warmup_class").map(lambda v: v if isinstance(v, str) else MISSING),
+        "JIT quiet at": get("jit_quiet_s").map(seconds),
+        "warm": [called(row) for row in ok.to_dict("records")],
+        "JIT in window": get("jit_share").map(percent), "GC in window": get("gc_share").map(percent),
+    })
+    shown.index = get("id")
+    return shown

@@ -88,7 +88,9 @@ def ensure_built(server, *, java: str | None = None, cds: bool = True) -> None:
     ``java``, also the server's CDS archive for that JVM, so the first start does not make it."""
     if server.kind == "spring":
         build()
-        if java is not None and cds:
+        if java is not None and server.settings.aot:
+            prepare_aot(server, java)  # trained before the run, so no run's time includes the training
+        elif java is not None and cds:
             prepare_cds(server, java)
 
 
@@ -113,7 +115,9 @@ _PREPARED: dict[tuple, Cds] = {}
 
 
 def launch_mode(argv: list[str]) -> str:
-    """``"cds"`` when ``argv`` starts the JVM from a CDS archive, else ``"jar"``."""
+    """``"aot"`` when ``argv`` starts the JVM from an AOT cache, ``"cds"`` from a CDS archive, else ``"jar"``."""
+    if any(a.startswith("-XX:AOTCache=") for a in argv):
+        return "aot"
     return "cds" if any(a.startswith("-XX:SharedArchiveFile=") for a in argv) else "jar"
 
 
@@ -186,3 +190,84 @@ def prepare_cds(server, java: str = "java") -> Cds:
         warnings.warn(prepared.warning, RuntimeWarning, stacklevel=2)
     _PREPARED[memo] = prepared
     return prepared
+
+
+# --- the AOT cache: Java 25's classes loaded and linked, and method profiles, from a training run ---------
+
+#: Seconds of real requests per path in the training run, and the paths: a cache trained only on the
+#: context refresh (Spring Boot's recipe) holds no profile of the request path, the part a warm-up waits for.
+AOT_TRAINING_SECONDS = 10.0
+AOT_TRAINING_PATHS = ("/hello", "/json")
+AOT_RECIPE = "1"  # part of the cache's key: a change of the training makes a new cache
+
+
+def _train_aot(jar: Path, directory: Path, java: str) -> None:
+    """Extract ``jar`` into ``directory``, start it with ``-XX:AOTCacheOutput``, send it real requests with
+    wrk, stop it: the JVM writes the cache as it exits (JEP 514's one step; JEP 515 adds the profiles)."""
+    import http.client
+
+    from .backends.base import free_port
+
+    shutil.rmtree(directory, ignore_errors=True)
+    extract = [java, "-Djarmode=tools", "-jar", str(jar), "extract", "--destination", str(directory)]
+    done = process.run(extract, timeout=300)
+    if done.returncode != 0:
+        raise BuildError(f"the AOT extract failed (exit {done.returncode}): {tail(done.stderr or done.stdout, 3)}")
+    port = free_port()
+    log_path = directory / "training.log"
+    argv = [java, f"-XX:AOTCacheOutput={directory / 'app.aot'}", "-jar", str(directory / jar.name),
+            f"--server.port={port}", "--server.address=127.0.0.1"]
+    wrk = process.require("wrk", "apt-get install wrk")
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.flush()
+        server = process.start(argv, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                    conn.request("GET", "/info")
+                    conn.getresponse().read()
+                    conn.close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise BuildError(f"the AOT training server did not start; see {log_path}") from None
+                    time.sleep(0.05)
+            for path in AOT_TRAINING_PATHS:
+                trained = process.run([wrk, "-t1", "-c32", f"-d{AOT_TRAINING_SECONDS:g}s",
+                                       f"http://127.0.0.1:{port}{path}"], timeout=AOT_TRAINING_SECONDS + 60)
+                log.write(f"$ wrk {path}\n{trained.stdout}\n".encode())
+        finally:
+            code = process.stop(server, grace=300.0)  # the cache is assembled as the JVM exits
+    if not (directory / "app.aot").exists():
+        raise BuildError(f"the AOT training run wrote no cache (exit {code}); see {log_path}")
+
+
+def prepare_aot(server, java: str = "java") -> Cds:
+    """The AOT cache of a built-in server's jar for this ``java`` (Java 25+), trained once with real
+    requests and then reused, beside the jar in ``target/aot-<key>/``: ``Cds(jar=<extracted jar>,
+    archive=<app.aot>)``. The server then starts with ``-XX:AOTCache=<app.aot> -XX:AOTMode=on``, so a cache
+    the JVM cannot use fails the start rather than being silently ignored.
+
+    Example
+    -------
+    >>> prepare_aot(benchlab.servers.get("spring-jetty+aot@java25"), "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")  # doctest: +SKIP
+    """
+    if server.kind != "spring":
+        raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")
+    jar = Path(server.jar)
+    java_path = shutil.which(java) or java
+    digest = hashlib.sha256(jar.read_bytes())
+    digest.update(_java_version(java_path).encode())
+    digest.update(AOT_RECIPE.encode())
+    directory = jar.parent / f"aot-{digest.hexdigest()[:16]}"
+    done = directory / ".complete"
+    with open(jar.parent / f"{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be training the same cache
+        if not done.exists():
+            began = time.monotonic()
+            _train_aot(jar, directory, java_path)
+            done.write_text(f"{time.monotonic() - began:.1f} s to train\n")
+    return Cds(jar=str(directory / jar.name), archive=str(directory / "app.aot"))

@@ -14,7 +14,7 @@ import secrets
 import urllib.parse
 from pathlib import Path
 
-from . import backends, drivers, jars, metadata, servers, steady, variants
+from . import backends, drivers, jars, metadata, perfdata, servers, steady, variants
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -114,6 +114,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     log_path = run_dir / "server.log"
 
     owned = instance is None
+    jvm = None
     try:
         phase("start")
         if instance is not None:
@@ -134,18 +135,24 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
             raise error
         runner = backend.load_runner()  # docker may run the load tool in its own container
         phase("warmup")
+        jvm = instance.counters() if hasattr(instance, "counters") else None  # None: not a JVM
         warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=run_dir,
-                         runner=runner)
+                         runner=runner, perfdata=jvm)
         if not instance.alive():
             raise ServerError(f"{spec.server.name} died during the warm-up")
         phase("measure")
         with Monitor(spec.sample_interval) as monitor:
             monitor.watch("server", instance.probe)
+            monitor.watch_counters(jvm)
             metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
                                             workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
-        resources = {**monitor.summary(), **steady.drift(s.astuple() for s in monitor.samples)}
+        samples = [s.astuple() for s in monitor.samples]
+        resources = {**monitor.summary(), **steady.drift(samples), **perfdata.summary(monitor.counters),
+                     "server_idle_s": steady.idle(samples)}
         alive_after = instance.alive()
     finally:
+        if jvm is not None:
+            jvm.close()
         if owned and instance is not None:
             phase("stop")
             instance.stop()
@@ -158,24 +165,35 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         server=info,
         accept_queue=metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring" else {},
         settings=checks,
-        launch=(jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"})
+        launch=(_aot_metadata(spec) if spec.server.settings.aot else
+                jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"})
         if spec.server.kind == "spring" and spec.backend == "local" else None,
         backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
                  "argv": instance.metadata.get("argv")},
         verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
         shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
         warmup=warmed,
+        jvm=({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
+             if jvm is not None else None),
         server_alive_after_load=alive_after,
         latency_corrected=driver.corrected,
     )
     measured = {"target_rps": None, **metrics, **resources, "warmup_s": warmed["seconds"],
-                "warm": warmed["steady"]}
+                "warm": warmed["steady"], "warmup_class": warmed.get("class"),
+                "jit_quiet_s": warmed.get("jit_quiet_s")}
     record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
-                 samples=tuple(s.astuple() for s in monitor.samples), suite=suite, label=label,
+                 samples=tuple(samples), counters=tuple(monitor.counters), suite=suite, label=label,
                  key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir),
                  directory=str(run_dir))
     save(record, run_dir)
     return record
+
+
+def _aot_metadata(spec: RunSpec) -> dict:
+    """What a run from an AOT cache records; ``-XX:AOTMode=on`` made its start prove the cache was used."""
+    cache = jars.prepare_aot(spec.server, spec.server_java)
+    return {"launch": "aot", "aot_cache": cache.archive, "aot_verified": "-XX:AOTMode=on: the JVM refuses to "
+            "start from a cache it cannot use", "cds_archive": None, "cds_warning": None}
 
 
 def _files(run_dir: Path) -> tuple[str, ...]:

@@ -92,6 +92,9 @@ class Monitor:
     def __init__(self, interval: float = 0.25):
         self.interval = interval
         self.samples: list[Sample] = []
+        #: The JVM's counters on the same clock: ``(t, *perfdata.FIELDS)`` rows, when a JVM is watched.
+        self.counters: list[tuple] = []
+        self._perfdata = None
         self._probes: dict[str, Probe] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,6 +105,19 @@ class Monitor:
         if probe is not None:
             with self._lock:
                 self._probes[role] = probe
+
+    def watch_counters(self, perfdata) -> None:
+        """Read the server JVM's :class:`~benchlab.perfdata.PerfData` now, at every sample and at the end
+        (None: no JVM)."""
+        self._perfdata = perfdata
+        self._read_counters()
+
+    def _read_counters(self) -> None:
+        if self._perfdata is not None:
+            try:
+                self.counters.append((round(time.monotonic() - self._t0, 3), *self._perfdata.sample()))
+            except (OSError, ValueError):  # the JVM just ended
+                pass
 
     def _loop(self) -> None:
         next_at = time.monotonic() + self.interval
@@ -117,6 +133,7 @@ class Monitor:
                 if cpu is not None or rss is not None:
                     self.samples.append(Sample(round(time.monotonic() - self._t0, 3), role, cpu, rss,
                                                io[0] if io else None))
+            self._read_counters()
 
     def __enter__(self) -> "Monitor":
         self._t0 = time.monotonic()
@@ -128,6 +145,7 @@ class Monitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self._read_counters()
 
     def summary(self) -> dict:
         """Mean and max CPU%, mean and max RSS, per role: ``server_cpu_mean``, ``load_cpu_max``..."""

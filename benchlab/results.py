@@ -11,12 +11,13 @@ import contextlib
 import gc
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from .errors import ResultsError
+from .files import parse_json, write_atomic  # noqa: F401  (histogram and render write through them)
+from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
 from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS, RESOURCES,  # noqa: F401
@@ -24,9 +25,6 @@ from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 2  # 2: the samples moved out of run.json into samples.json; version 1 kept them inline
-SAMPLES_FORMAT = "benchlab-samples"
-SAMPLES_VERSION = 1
-SAMPLES_FILE = "samples.json"
 
 _COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
 _EMPTY_ROW = dict.fromkeys(COLUMNS)
@@ -39,56 +37,14 @@ def _frozen(value):
     return value
 
 
-class Samples(Sequence):
-    """A stored run's monitor samples, the ``(t, role, cpu, rss, io)`` rows of its ``samples.json``, read the
-    first time they are asked for.
-
-    They are the bulk of a run, and no summary needs them (the run's means and maxima are in its metrics):
-    kept inside ``run.json``, they were three fifths of the time :func:`load` spent parsing 10,000 runs.
-    """
-
-    __slots__ = ("path", "_rows")
-
-    def __init__(self, path: str):
-        self.path, self._rows = path, None
-
-    def rows(self) -> tuple:
-        if self._rows is None:
-            try:
-                doc = parse_json(self.path)
-            except (OSError, ValueError) as exc:
-                raise ResultsError(f"cannot read {self.path}: {exc}") from None
-            if not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT or not isinstance(doc.get("rows"), list):
-                raise ResultsError(f"{self.path} is not a benchlab samples file: the run is damaged")
-            if not isinstance(doc.get("version"), int) or doc["version"] > SAMPLES_VERSION:
-                raise ResultsError(f"{self.path} was written by a newer benchlab (samples format version "
-                                   f"{doc.get('version')}): upgrade benchlab (pip install -U benchlab) to read it")
-            self._rows = tuple(map(tuple, doc["rows"]))
-        return self._rows
-
-    def __getitem__(self, i):
-        return self.rows()[i]
-
-    def __len__(self) -> int:
-        return len(self.rows())
-
-    def __iter__(self):
-        return iter(self.rows())
-
-    def __eq__(self, other) -> bool:
-        return self.rows() == (other.rows() if isinstance(other, Samples) else other)
-
-    def __repr__(self) -> str:
-        return f"Samples({self.path!r})"
-
-
 @dataclass(frozen=True)
 class Run:
     """One measured (or failed) run. Build it with :meth:`make`; it checks its fields.
 
     ``params`` is what was asked, ``metrics`` what was measured, ``samples`` the monitor's
-    ``(t, role, cpu, rss, io)`` rows (a :class:`Samples` in a run read back) and ``metadata`` the machine
-    and versions.
+    ``(t, role, cpu, rss, io)`` rows (a :class:`Samples` in a run read back), ``counters`` the server JVM's
+    ``(t, *perfdata.FIELDS)`` rows on the same clock (empty for a server that is not a JVM), and
+    ``metadata`` the machine and versions.
     """
 
     id: str
@@ -96,6 +52,7 @@ class Run:
     metrics: Mapping
     metadata: Mapping
     samples: Sequence = ()
+    counters: Sequence = ()
     status: str = "ok"
     error: str | None = None
     suite: str | None = None
@@ -178,7 +135,7 @@ class Run:
             "params": _frozen(dict(self.params)),
             "metrics": dict(self.metrics),
             "metadata": _frozen(dict(self.metadata)),
-            "samples": SAMPLES_FILE if self.samples else None,
+            "samples": SAMPLES_FILE if self.samples or self.counters else None,
             "files": list(self.files),
         }
 
@@ -194,10 +151,11 @@ class Run:
             )
         doc = migrate(doc)
         samples = doc.get("samples")
+        stored = Samples(os.path.join(directory or "", samples)) if isinstance(samples, str) else None
         return cls(
             id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
-            samples=Samples(os.path.join(directory or "", samples)) if isinstance(samples, str) else
-            tuple(map(tuple, samples or ())), status=doc["status"],
+            samples=stored if stored is not None else tuple(map(tuple, samples or ())),
+            counters=Counters(stored) if stored is not None else (), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
             files=tuple(doc.get("files", ())), directory=directory,
@@ -212,49 +170,15 @@ def migrate(doc: dict) -> dict:
     return doc
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: readers see all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save(run: Run, directory: Path) -> Path:
     """Store ``run`` as ``directory/run.json``, its samples first as ``samples.json``; the raw files are
     already beside it."""
     directory = Path(directory)
-    if run.samples:
-        doc = {"format": SAMPLES_FORMAT, "version": SAMPLES_VERSION, "fields": list(SAMPLE_FIELDS),
-               "rows": [list(s) for s in run.samples]}
-        write_atomic(directory / SAMPLES_FILE, json.dumps(doc, separators=(",", ":"), default=str) + "\n")
+    if run.samples or run.counters:
+        write_atomic(directory / SAMPLES_FILE, document(run.samples, run.counters))
     path = directory / "run.json"
     write_atomic(path, json.dumps(run.to_json(), indent=1, sort_keys=False, default=str) + "\n")
     return path
-
-
-def parse_json(path: str | Path) -> dict:
-    """The JSON document at ``path``: through orjson where installed, else json."""
-    # orjson, where installed, parses twice as fast; it refuses what json.dumps can write and it cannot
-    # (NaN, integers beyond 64 bits), and then json reads the file as it always did.
-    with open(path, "rb") as file:  # a plain open: pathlib's own costs were a tenth of reading 10,000 runs
-        data = file.read()
-    try:
-        import orjson
-    except ImportError:
-        return json.loads(data)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
 
 
 def read(path: Path) -> Run:

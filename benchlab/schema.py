@@ -41,6 +41,9 @@ RESOURCES = (
     "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
     "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
     "startup_ms", "warmup_s", "warm", "drift", "drift_limit",
+    # the JVM's own counters (benchlab.perfdata) over the measured window, and the warm-up's judgement
+    "warmup_class", "jit_quiet_s", "jit_compile_s", "jit_share", "gc_count", "gc_share", "safepoint_share",
+    "server_idle_s",
 )
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
@@ -65,7 +68,7 @@ ACCEPT_QUEUE_NOTE = ("{connections:.0f} connections opened at once against an ac
 
 #: A variant's settings (:mod:`benchlab.variants`), empty for a server's default. ``java_major`` is the
 #: variant's java setting (17, 25); ``java``, the run's java option, is the JVM of servers without one.
-SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "java_major")
+SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
 PARAMS = (
@@ -77,6 +80,11 @@ PARAMS = (
 #: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one
 #: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.
 SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
+
+#: The server JVM's counters as the monitor reads them (benchlab.perfdata), each cumulative since the JVM
+#: started: JIT compile time (s) and count, invalidated compiled methods, GC collections and pause time
+#: (s), safepoints and their time (s). Stored rows put the sample's ``t`` first.
+COUNTER_FIELDS = ("compile_s", "compiles", "invalidations", "gc_count", "gc_s", "safepoints", "safepoint_s")
 
 #: The tidy frame: one row per run, these columns, in this order.
 COLUMNS = (
@@ -115,8 +123,16 @@ FLAGS = {
     "drifting": "throughput moved {drift:+.1%} from the first half of the measurement to the second, more than "
                 "the {limit:.1%} its own noise allows: the server was not steady (still warming, or slowing "
                 "down), so this run's figures are an average over a change",
-    "not_warm": "the warm-up reached its limit of {limit:.0f} s without throughput settling: the measurement may "
-                "still include JIT compilation; warm longer (a fixed warmup) or find what keeps it moving",
+    "jit_active": "the JIT compiled for {share:.1%} of the measured window ({seconds:.1f} s of compile time): the "
+                  "server was still warming while it was measured; warm longer (warmup=\"auto\" waits for a quiet "
+                  "compiler)",
+    "gc_heavy": "garbage collection paused the server for {share:.1%} of the measured window: the figures measure "
+                "the heap as much as the server; give it a larger heap (heap=) or another gc (gc=)",
+    "server_idle": "the server sat below 10% CPU for {seconds:.1f} s while the load tool was busy: it stalled (a "
+                   "lock, a full accept queue, a pause), so this run does not measure its serving",
+    "not_warm": "the warm-up reached its limit of {limit:.0f} s before the JVM was warm (its compiler quiet and "
+                "its throughput steady): the measurement may still include JIT compilation; warm longer (a fixed "
+                "warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",
 }
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import home
 from .errors import UsageError
-from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, prepare_cds
+from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, prepare_aot, prepare_cds
 from .variants import Settings, parse_name, settings
 
 
@@ -100,12 +100,13 @@ class Server:
 
     @classmethod
     def spring(cls, flavour: str, *, java=None, virtual_threads=None, max_threads=None, gc=None,
-               heap=None) -> "Server":
+               heap=None, aot=None) -> "Server":
         """A built-in server, with settings: a variant named after them (:mod:`benchlab.variants`).
 
         ``java`` is 17, 25 or a JDK's path; ``virtual_threads`` needs Java 21+; ``max_threads`` is the
-        server's request pool maximum; ``gc`` is g1, parallel or z; ``heap`` the -Xmx size. None leaves
-        the server's default.
+        server's request pool maximum; ``gc`` is g1, parallel or z; ``heap`` the -Xmx size; ``aot`` starts
+        from Java 25's AOT cache trained with real requests (:func:`benchlab.jars.prepare_aot`). None
+        leaves the server's default.
 
         Example
         -------
@@ -116,7 +117,7 @@ class Server:
         if flavour not in FLAVOURS:
             raise UsageError(f"unknown server {flavour!r}: choose one of {', '.join(FLAVOURS)}")
         return _spring(flavour).with_settings(java=java, virtual_threads=virtual_threads,
-                                              max_threads=max_threads, gc=gc, heap=heap)
+                                              max_threads=max_threads, gc=gc, heap=heap, aot=aot)
 
     def with_settings(self, **given) -> "Server":
         """This built-in server with more settings (None keeps a setting as it is); its name says them all."""
@@ -125,7 +126,7 @@ class Server:
                              f"{self.name}; set them in its own command")
         current = self.settings
         now = {"java": current.java, "virtual_threads": current.virtual_threads,
-               "max_threads": current.max_threads, "gc": current.gc, "heap": current.heap}
+               "max_threads": current.max_threads, "gc": current.gc, "heap": current.heap, "aot": current.aot}
         now.update({k: v for k, v in given.items() if v is not None})
         checked = settings(self.flavour, **now)
         base = f"spring-{self.flavour}"
@@ -189,8 +190,12 @@ class Server:
         when no archive can be made.
         """
         if self.kind == "spring":
-            start = prepare_cds(self, java) if cds else Cds(jar=self.jar)
-            share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
+            if self.settings.aot:  # the AOT cache holds what a CDS archive would, and more: one or the other
+                cache = prepare_aot(self, java)
+                start, share = Cds(jar=cache.jar), [f"-XX:AOTCache={cache.archive}", "-XX:AOTMode=on"]
+            else:
+                start = prepare_cds(self, java) if cds else Cds(jar=self.jar)
+                share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
             # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
             return [java, *share, *self.settings.jvm_options(), *jvm_opts, "-jar", start.jar,
                     *self.settings.arguments(self.flavour), f"--server.port={port}", f"--server.address={host}"]

@@ -14,6 +14,7 @@ difference, and never less than :data:`FLOOR`. A run whose drift exceeds its lim
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Iterable, Sequence
 
@@ -79,7 +80,9 @@ def _variance(values: list[float]) -> float:
 
 def curves(records) -> "pd.DataFrame":
     """The warm-up curves of ``records`` (:class:`~benchlab.results.Run`), one row per slice: id, server,
-    repeat, t (seconds since the warm-up began), rps, p99, and whether that run's warm-up ended steady.
+    repeat, t (seconds since the warm-up began), rps, p99, the JIT's cumulative compile time (``compile_s``,
+    None for a server without JVM counters), whether that run's warm-up ended steady, its class and the
+    time its JIT went quiet.
 
     Only ``warmup="auto"`` keeps a curve; a fixed warm-up adds no rows.
 
@@ -91,7 +94,52 @@ def curves(records) -> "pd.DataFrame":
     """
     import pandas as pd
 
-    rows = [{"id": r.id, "server": r.params.get("server"), "repeat": r.params.get("repeat"), "t": s.get("t"),
-             "rps": s.get("rps"), "p99": s.get("p99"), "steady": (r.metadata.get("warmup") or {}).get("steady")}
-            for r in records for s in ((r.metadata or {}).get("warmup") or {}).get("slices") or ()]
-    return pd.DataFrame(rows, columns=["id", "server", "repeat", "t", "rps", "p99", "steady"])
+    rows = []
+    for r in records:
+        warm = (r.metadata or {}).get("warmup") or {}
+        for s in warm.get("slices") or ():
+            rows.append({"id": r.id, "server": r.params.get("server"), "repeat": r.params.get("repeat"),
+                         "t": s.get("t"), "rps": s.get("rps"), "p99": s.get("p99"), "compile_s": s.get("compile_s"),
+                         "steady": warm.get("steady"), "class": warm.get("class"),
+                         "jit_quiet_s": warm.get("jit_quiet_s")})
+    return pd.DataFrame(rows, columns=["id", "server", "repeat", "t", "rps", "p99", "compile_s", "steady", "class",
+                                       "jit_quiet_s"])
+
+
+IDLE_CPU = 10.0   # % of a core: a server this quiet is not serving
+BUSY_CPU = 50.0   # % of a core: a load tool this busy is sending
+
+
+def idle(samples: Iterable[Sequence]) -> float | None:
+    """The longest time (s) the server sat below :data:`IDLE_CPU` while the load tool was above
+    :data:`BUSY_CPU`: a server that stalls (seen here: Undertow near 0% while wrk spun at 96%, its
+    throughput falling from 28k to 5k req/s). None without both roles' CPU samples.
+
+    >>> rows = [(t / 4, "server", 0.0 if 4 <= t < 16 else 95.0, 1, 0) for t in range(20)]
+    >>> rows += [(t / 4, "load", 96.0, 1, 0) for t in range(20)]
+    >>> idle(rows)
+    3.0
+    """
+    server: dict[float, float] = {}
+    load: dict[float, float] = {}
+    for s in samples:
+        if s[2] is None:
+            continue
+        if s[1] == "server":
+            server[s[0]] = s[2]
+        elif s[1] == "load":
+            load[s[0]] = s[2]
+    if not server or not load:
+        return None
+    load_times = sorted(load)
+    longest, began, t = 0.0, None, 0.0
+    for t in sorted(server):
+        i = bisect.bisect_right(load_times, t) - 1  # the load tool's latest sample at or before t
+        busy = i >= 0 and load[load_times[i]] > BUSY_CPU
+        if server[t] < IDLE_CPU and busy:
+            began = t if began is None else began
+        elif began is not None:
+            longest, began = max(longest, t - began), None  # idle until this sample
+    if began is not None:
+        longest = max(longest, t - began)
+    return longest

@@ -17,7 +17,12 @@ def _warmup(asked, metrics) -> str:
     took = metrics.get("warmup_s")
     if asked != "auto":
         return f"{asked:g}s"
-    return f"auto ({took:.0f} s{', not steady' if metrics.get('warm') is False else ''})" if took else "auto"
+    if not took:
+        return "auto"
+    said = ", not warm" if metrics.get("warm") is False else ""
+    kind = f", {metrics['warmup_class']}" if metrics.get("warmup_class") else ""
+    quiet = f", JIT quiet at {metrics['jit_quiet_s']:.0f} s" if metrics.get("jit_quiet_s") is not None else ""
+    return f"auto ({took:.0f} s{kind}{quiet}{said})"
 
 
 def format_run(run) -> str:
@@ -64,8 +69,15 @@ def warmup_line(runs) -> str:
     if len(auto):
         unsteady = int((auto["warm"] == False).sum()) if "warm" in auto else 0  # noqa: E712 - a column of objects
         took = auto["warmup_s"].astype(float)
-        parts.append(f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s)"
-                     + (f", {unsteady} still rising at the limit (flag not_warm)" if unsteady else ", all steady"))
+        text = f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s"
+        quiet = auto["jit_quiet_s"].dropna().astype(float) if "jit_quiet_s" in auto else []
+        if len(quiet):
+            text += f"; JIT quiet at {quiet.min():.0f}-{quiet.max():.0f} s"
+        kinds = auto["warmup_class"].dropna().value_counts() if "warmup_class" in auto else {}
+        if len(kinds):
+            text += "; " + ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+        parts.append(text + ")" + (f", {unsteady} not warm at the limit (flag not_warm)" if unsteady else
+                                   ", all warm: compiler quiet and throughput steady"))
     if fixed:
         parts.append(f"fixed {', '.join(f'{w:g} s' for w in fixed)}, not judged steady: on one core a JVM can take "
                      "minutes to warm, so use warmup auto for figures to quote")

@@ -2,10 +2,11 @@
 
 A setting changes how a built-in Spring server runs: ``java`` (17, 25 or a path to ``bin/java``),
 ``virtual_threads`` (Spring's ``spring.threads.virtual.enabled``, Java 21+), ``max_threads`` (the server's
-own request pool property), ``gc`` (``g1``, ``parallel``, ``z``) and ``heap`` (``-Xmx``). The variant's name
-is the server's name with one short mark per setting, in this order::
+own request pool property), ``gc`` (``g1``, ``parallel``, ``z``), ``heap`` (``-Xmx``) and ``aot`` (Java 25's
+AOT cache with method profiles, JEP 483/515, trained with real requests: a warm-up shortcut, never a
+default). The variant's name is the server's name with one short mark per setting, in this order::
 
-    spring-tomcat+vt+threads400+parallelgc+heap512m@java25
+    spring-tomcat+vt+threads400+parallelgc+heap512m+aot@java25
 
 and :func:`parse_name` reads that name back, so a variant is written the same way in Python, on the command
 line and in a notebook. After the server starts, :func:`check` compares what was asked with what the
@@ -44,8 +45,11 @@ _MARKS = (
     (re.compile(r"^threads(\d+)$"), lambda m: {"max_threads": int(m.group(1))}),
     (re.compile(r"^(g1|parallel|z)gc$"), lambda m: {"gc": m.group(1)}),
     (re.compile(r"^heap(\d+[kmg]?)$", re.IGNORECASE), lambda m: {"heap": m.group(1)}),
+    (re.compile(r"^aot$"), lambda m: {"aot": True}),
 )
-MARKS_HELP = "+vt, +threads<N>, +g1gc, +parallelgc, +zgc, +heap<size> and @java<version>"
+MARKS_HELP = "+vt, +threads<N>, +g1gc, +parallelgc, +zgc, +heap<size>, +aot and @java<version>"
+#: The first Java whose AOT cache holds method profiles (JEP 515) and is made in one step (JEP 514).
+AOT_JAVA = 25
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class Settings:
     max_threads: int | None = None
     gc: str | None = None
     heap: str | None = None
+    aot: bool | None = None
     java: str | None = None
     java_major: int | None = None
 
@@ -71,7 +76,7 @@ class Settings:
         marks = ["+vt" if self.virtual_threads else "",
                  f"+threads{self.max_threads}" if self.max_threads is not None else "",
                  f"+{self.gc}gc" if self.gc else "", f"+heap{self.heap}" if self.heap else "",
-                 f"@java{self.java_major}" if self.java_major is not None else ""]
+                 "+aot" if self.aot else "", f"@java{self.java_major}" if self.java_major is not None else ""]
         return "".join(marks)
 
     def jvm_options(self) -> list[str]:
@@ -88,7 +93,8 @@ class Settings:
         return found
 
 
-def settings(flavour: str, *, java=None, virtual_threads=None, max_threads=None, gc=None, heap=None) -> Settings:
+def settings(flavour: str, *, java=None, virtual_threads=None, max_threads=None, gc=None, heap=None,
+             aot=None) -> Settings:
     """Check each setting for ``flavour`` (tomcat, jetty, ...) and resolve ``java``; a bad one is a UsageError.
 
     >>> settings("jetty", max_threads=64, gc="G1").mark()
@@ -110,11 +116,16 @@ def settings(flavour: str, *, java=None, virtual_threads=None, max_threads=None,
         heap = str(heap)
         if not _HEAP.match(heap) or heap_bytes(heap) < 8 * 2**20:
             raise UsageError(f"bad heap {heap!r}: give the -Xmx size such as '512m' or '2g' (8m or more)")
+    if aot is not None and not isinstance(aot, bool):
+        raise UsageError(f"aot is True or False, not {aot!r}")
     path, major = find_java(java) if java is not None else (None, None)
     if virtual_threads and major is not None and major < 21:
         raise UsageError(f"virtual threads need Java 21+: give java=25 (or a JDK of 21 or later), not java={java}")
-    return Settings(virtual_threads=virtual_threads, max_threads=max_threads, gc=gc, heap=heap, java=path,
-                    java_major=major)
+    if aot and major is not None and major < AOT_JAVA:
+        raise UsageError(f"aot needs Java {AOT_JAVA}+ (its AOT cache with method profiles): give java=25, "
+                         f"not java={java}")
+    return Settings(virtual_threads=virtual_threads, max_threads=max_threads, gc=gc, heap=heap, aot=aot or None,
+                    java=path, java_major=major)
 
 
 def heap_bytes(heap: str) -> int:
@@ -274,6 +285,13 @@ def check_launch(asked: Settings, *, java: str, jvm_opts=(), backend: str = "loc
         if version is not None and version < 21:
             raise UsageError(f"virtual threads need Java 21+: give java=25 (or a JDK of 21 or later); {java} is "
                              f"Java {version}")
+    if asked.aot:
+        if backend != "local":
+            raise UsageError("aot applies to backend='local': its cache is trained beside the jar on this machine")
+        version = asked.java_major if asked.java_major is not None else java_major(java)
+        if version is not None and version < AOT_JAVA:
+            raise UsageError(f"aot needs Java {AOT_JAVA}+ (its AOT cache with method profiles): give java=25; "
+                             f"{java} is Java {version}")
     clash = [o for o in jvm_opts if (asked.gc and re.match(r"-XX:[+-]Use\w+GC$", o))
              or (asked.heap and o.startswith("-Xmx"))]
     if clash:

@@ -307,7 +307,8 @@ def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
         "target_rps": [None, 0.0, 1000.0], "warm": [True, False, None], "warmup_s": [None, 0.0, 181.0],
         "drift": [None, 0.0, 0.019, -0.05, 0.2], "drift_limit": [None, 0.02, 0.1],
         "note": [None, "", "3 sockets timed out"], "server_cpus": ["0", "0-1", "2"], "load_cpus": ["1", "1-3"],
-        "server": ["a", "b"],
+        "server": ["a", "b"], "jit_share": [None, 0.0, 0.049, 0.3, 1.8], "jit_compile_s": [None, 0.0, 3.2],
+        "gc_share": [None, 0.01, 0.15], "server_idle_s": [None, 0.0, 1.9, 2.0, 5.5],
     }
     rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(600)]
     runs = frame(rows)

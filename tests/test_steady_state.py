@@ -16,12 +16,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.mark.parametrize("rps, expected", [
-    ([1000, 1010, 1005], True),
-    ([1000, 1030, 1005], False),           # 3% apart
-    ([1000, 1009, 1018], False),           # climbing
-    ([500, 900, 1000, 1010, 1005], True),  # only the last three count
-    ([1000, 1000], False),                 # too few
-    ([0, 0, 0], False),                    # nothing answered
+    ([1000, 1010, 1005, 995, 1002, 1008], True),
+    ([1000, 1010, 1005], False),                                # too short to see a JIT step
+    ([1000, 1010, 1021, 1030, 1040, 1050], False),              # climbing 1% a slice
+    ([500, 900] + [1000, 1010, 1005, 995, 1002, 1008], True),   # a step, then a steady 30 s
+    ([500] * 6 + [1000, 1010, 1005], False),                    # a step, then too little after it
+    ([0, 0, 0, 0, 0, 0], False),                                # nothing answered
 ])
 def test_steady_rule(rps, expected):
     assert warmup.steady(rps) is expected
@@ -40,10 +40,12 @@ def test_a_server_slow_to_warm_is_warmed_until_steady(tmp_path):
     run = benchlab.run(server, "/", connections=4, duration="2s", results_dir=tmp_path)
     curve = run.metadata["warmup"]
     assert curve["mode"] == "auto" and curve["steady"] is True and run.metrics["warm"] is True
+    assert curve["rule"] == "throughput", "a Python server has no JVM counters: throughput alone, said so"
+    assert curve["class"] == "warm-up" and run.metrics["warmup_class"] == "warm-up"
     rps = [s["rps"] for s in curve["slices"]]
-    assert len(rps) >= 4, "two slow slices, then three steady ones at least"
+    assert len(rps) >= 2 + 6, "two slow slices, then a steady 30 s at least"
     assert rps[0] < 0.5 * rps[-1], "the first slice saw the slow server, the last the fast one"
-    assert curve["seconds"] >= 12 and run.metrics["warmup_s"] == curve["seconds"]
+    assert curve["seconds"] >= 12 + warmup.STEADY_WINDOW and run.metrics["warmup_s"] == curve["seconds"]
     assert all(s["p99"] > 0 for s in curve["slices"])
     assert run.metrics["rps"] > 0.8 * rps[-1], "the measurement came after the change"
     stored = benchlab.load(tmp_path).records[0]

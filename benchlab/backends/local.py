@@ -48,6 +48,12 @@ class LocalInstance:
     def probe(self):
         return self._probe() if self._probe else (None, None)
 
+    def counters(self):
+        """The JVM's performance counters (:class:`~benchlab.perfdata.PerfData`), or None: not a JVM."""
+        from ..perfdata import PerfData
+
+        return PerfData.find(self.process.pid)
+
     def alive(self) -> bool:
         return self.process.poll() is None
 

@@ -66,11 +66,14 @@ def resources(samples: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, ro
 
 
 def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: str | None = None) -> "alt.VConcatChart":
-    """The warm-up of every run: requests/s and p99 (ms) of each slice against the time since the warm-up
-    began, one line per run, coloured by server; a run whose warm-up hit its limit is drawn dashed.
+    """The warm-up of every run: requests/s, the JIT's compile time and p99 (ms) of each slice against the
+    time since the warm-up began, one line per run, coloured by server; a run whose warm-up hit its limit
+    is drawn dashed.
 
-    The JIT settling shows as a line that climbs and flattens; where the lines of one server flatten is
-    how long ``warmup="auto"`` needed, and a line still climbing at its end is a run flagged ``not_warm``.
+    The JIT settling shows twice: as a throughput line that climbs and flattens, and as a compile-time
+    line that climbs about a second per second while the compiler works and goes flat when it is quiet.
+    A throughput plateau while the compile line still climbs is not a steady state; a line still climbing
+    at its end is a run flagged ``not_warm``. Servers without JVM counters draw no compile line.
 
     Parameters
     ----------
@@ -92,7 +95,11 @@ def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: 
     color = server_color(values(table, "server"))
     tooltip = [alt.Tooltip("server:N"), alt.Tooltip("id:N", title="run"), alt.Tooltip("t:Q", title="time (s)"),
                alt.Tooltip("rps:Q", title="requests/s", format=",.0f"),
-               alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.1f"), alt.Tooltip("ended:N", title="warm-up")]
+               alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.1f"), alt.Tooltip("ended:N", title="warm-up"),
+               alt.Tooltip("class:N", title="class"), alt.Tooltip("jit_quiet_s:Q", title="JIT quiet at (s)")]
+    for column in ("compile_s", "class", "jit_quiet_s"):
+        if column not in table:
+            table[column] = None
     base = alt.Chart(table).encode(
         x=alt.X("t:Q", title="time since the warm-up began (s)"), color=color, detail="id:N", tooltip=tooltip,
         strokeDash=alt.StrokeDash("ended:N", title="warm-up ended", sort=["steady", "limit reached"]))
@@ -101,6 +108,11 @@ def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: 
     p99 = base.mark_line(point=True, strokeWidth=1.5).encode(
         y=alt.Y("p99_ms:Q", title="p99 in the slice (ms)", scale=alt.Scale(type="log"))).properties(
         width=WIDTH * 2, height=140)
+    panels = [rps]
+    if table["compile_s"].notna().any():
+        panels.append(base.transform_filter("isValid(datum.compile_s)").mark_line(point=True, strokeWidth=1.5).encode(
+            y=alt.Y("compile_s:Q", title="JIT compile time so far (s)")).properties(width=WIDTH * 2, height=140))
+    panels.append(p99)
     frame_for_note = runs if runs is not None else table.iloc[0:0]
-    return alt.vconcat(rps, p99, title=title("Warm-up: requests/s and p99 (ms) per slice until steady",
-                                             frame_for_note, note, width=WIDTH * 2 + 60))
+    return alt.vconcat(*panels, title=title("Warm-up: requests/s, JIT compile time and p99 (ms) per slice until warm",
+                                            frame_for_note, note, width=WIDTH * 2 + 60))

@@ -161,6 +161,17 @@ class DockerInstance:
     def probe(self) -> tuple[float | None, float | None]:
         return self._stats() if self._stats else (None, None)
 
+    def counters(self):
+        """The JVM's performance counters, read through the container's root by the host pid of its java
+        (None on an engine elsewhere, or when the JVM keeps none)."""
+        from ...perfdata import PerfData
+
+        try:
+            pid = self.client.api.inspect_container(self.container.id)["State"]["Pid"]
+        except Exception:
+            return None
+        return PerfData.find(pid) if pid else None
+
     def alive(self) -> bool:
         return self.container is not None and not self._exited.is_set()
 

@@ -1,0 +1,97 @@
+"""The JVM's own counters, read from its hsperfdata file, against jcmd; and the warm-up rule on a real JVM."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import benchlab
+from benchlab import backends, drivers, perfdata, warmup
+from benchlab.spec import prepare
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _started(tmp_path, server="spring-undertow", **options):
+    spec = prepare(server, "hello", connections=50, duration="2s", **options)
+    benchlab.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
+    instance = backends.get("local").start(spec.server, spec.launch("perfdata-test", tmp_path / "server.log"))
+    return spec, instance
+
+
+def _jcmd(pid: int) -> dict[str, int]:
+    out = subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True, timeout=60).stdout
+    return {m[1]: int(m[2]) for m in re.finditer(r"^([\w.]+)=(-?\d+)$", out, re.M)}
+
+
+@pytest.mark.integration
+def test_the_reader_agrees_with_jcmd_on_compile_time_and_gc_counts(tmp_path, jars, no_jvm_left):
+    spec, instance = _started(tmp_path)
+    jvm = instance.counters()
+    try:
+        assert jvm is not None, "a HotSpot server has a perfdata file"
+        # Some load, so that the JIT compiles and the young generation collects.
+        drivers.execute(drivers.tool("wrk"), instance.url, spec.scenario, warmup._warming_load(spec.load, 3.0),
+                        cpus=spec.load_cpus, workdir=tmp_path, phase="warmup")
+        before = jvm.read()
+        theirs = _jcmd(instance.process.pid)
+        after = jvm.read()
+    finally:
+        jvm.close()
+        instance.stop()
+    ticks = theirs["sun.os.hrt.frequency"]
+    compile_s = theirs["java.ci.totalTime"] / ticks
+    assert before["compile_s"] * 0.99 <= compile_s <= after["compile_s"] * 1.01, (before, compile_s, after)
+    assert before["compile_s"] > 1.0, "the JIT compiled for more than a second under load"
+    collections = sum(v for k, v in theirs.items() if re.fullmatch(r"sun\.gc\.collector\.\d+\.invocations", k))
+    assert before["gc_count"] <= collections <= after["gc_count"], (before["gc_count"], collections)
+    assert before["gc_count"] >= 1, "the load made the young generation collect"
+    assert before["compiles"] <= theirs["sun.ci.totalCompiles"] <= after["compiles"]
+    assert jvm.collectors and jvm.collectors[0].startswith("Serial"), "one pinned core: the JVM picks SerialGC"
+
+
+@pytest.mark.integration
+def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_left):
+    spec, instance = _started(tmp_path, server="spring-jetty")
+    jvm = instance.counters()
+    try:
+        # A cold Jetty compiles for about 80 s under load here; 30 s of warm-up ends in the middle of it.
+        warmed = warmup.warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=tmp_path,
+                                perfdata=jvm, limit=30.0)
+    finally:
+        jvm.close()
+        instance.stop()
+    slices = warmed["slices"]
+    busy = (slices[-1]["compile_s"] - slices[0]["compile_s"]) / (slices[-1]["t"] - slices[0]["t"])
+    assert busy > warmup.QUIET_SHARE, f"the JIT compiled {busy:.2f} s per second: it was busy"
+    assert warmed["steady"] is False and warmed["rule"] == "jit+throughput"
+    assert warmed["class"] in ("no steady state", "warm-up", "flat", "slowdown")
+    assert warmed["jit_quiet_s"] is None, "the compiler never went quiet in 30 s"
+
+
+@pytest.mark.integration
+def test_a_run_stores_the_jvm_counters_and_flags_a_compiling_measurement(tmp_path, jars, no_jvm_left):
+    run = benchlab.run("spring-undertow", "hello", connections=50, duration="3s", warmup="2s", results_dir=tmp_path)
+    assert run.metrics["jit_share"] > 0.05, "a JVM 2 s into its load still compiles"
+    assert run.metrics["gc_share"] is not None and run.metrics["safepoint_share"] is not None
+    assert run.metadata["jvm"]["collectors"][0].startswith("Serial")
+    again = benchlab.load(tmp_path)
+    stored = again.records[0]
+    assert len(stored.counters) >= 10 and list(stored.counters) == [tuple(c) for c in run.counters]
+    flags = again.flags()
+    assert "jit_active" in flags["flag"].tolist()
+    claims_blocked = benchlab.claims.BLOCKING
+    assert "jit_active" in claims_blocked and "gc_heavy" in claims_blocked and "server_idle" in claims_blocked
+
+
+@pytest.mark.integration
+def test_a_server_that_is_not_a_jvm_has_no_counters_and_says_so(tmp_path):
+    server = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
+                                          name="plain", path="/")
+    run = benchlab.run(server, "/", connections=4, duration="1s", warmup="1s", results_dir=tmp_path)
+    assert run.metrics["jit_share"] is None and run.metadata["jvm"] is None and not run.counters
+    assert perfdata.PerfData.find(run.metadata["backend"]["pid"]) is None, "the server has ended, and was no JVM"
