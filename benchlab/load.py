@@ -132,8 +132,9 @@ class Load:
 
     @property
     def warmup_seconds(self) -> float:
-        """The warm-up expected, for progress and ETA: a fixed warm-up, or a guess of 60 s for ``auto``."""
-        return 60.0 if self.warmup == AUTO else self.warmup
+        """The warm-up expected, for progress and ETA: a fixed warm-up, or for ``auto`` 200 s, about what a
+        JVM on one core needs here before its compiler is quiet (140-320 s measured)."""
+        return 200.0 if self.warmup == AUTO else self.warmup
 
     @property
     def planned_seconds(self) -> float:

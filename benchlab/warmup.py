@@ -3,13 +3,19 @@
 A JVM on one core is far from warm after 10 s, and throughput alone cannot tell: measured here, Jetty
 served 4.7-5.0k req/s from 15 s to 35 s, a plateau flat enough for any "last slices agree" rule, while its
 JIT added 5 s of compile time every 5 s; after t = 80 s its compiler was quiet and it served 14-22k. So
-``auto`` asks the JVM (:mod:`benchlab.perfdata`) after every slice of :data:`SLICE` seconds, and calls the
-server warm only when both hold:
+``auto`` asks the JVM (:mod:`benchlab.perfdata`) after every slice of :data:`SLICE` seconds.
+
+It first *primes* the JVM at a light load (:data:`PRIME_CONNECTIONS`) until its compiler is quiet: on one
+core, the run's own load at 200 connections keeps 200 request threads runnable beside the JIT's two, which
+then compile for minutes (TechEmpower's toolset also primes before it warms). Then it warms at the run's
+own load, and calls the server warm only when both hold there:
 
 1. **the compiler is quiet**: over the last :data:`QUIET_WINDOW` seconds the JIT's compile time grew by
-   at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves), a
-   compiling JVM adds 0.3-1.0 s of compile time per second of wall time, and a warm one 0.000-0.03
-   (a late compile or an invalidation now and then); 0.05 sits between them.
+   at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves, 5 s
+   slices), a compiling JVM adds 0.6-2.0 s of compile time per second of wall time, a JVM finishing adds
+   0.05-0.6 in bursts, and a warm one 0.00-0.01
+   (a late compile or an invalidation now and then); 0.05 sits between them: at most 1 s of compile in
+   20 s, which can cost the measurement no more than about 5% of the server's core.
 2. **throughput has a steady state**: the change points of the slice series
    (:mod:`benchlab.changepoints`) leave a last segment of at least :data:`STEADY_WINDOW` seconds, long
    enough to see a JIT step, and the last :data:`STEADY_WINDOW` seconds show no significant upward trend.
@@ -30,7 +36,13 @@ from . import changepoints, drivers
 from .load import AUTO, Load
 
 SLICE = 5.0
-LIMIT = 180.0
+LIMIT = 360.0
+#: The priming load's connections, and how long priming may take. Measured here (server on one core,
+#: /hello): at 200 connections Jetty's 200 request threads crowd its two compiler threads off the core and
+#: its compiler was busy for 260-300+ s; at 16 connections it was quiet after 60 s, and 200 connections
+#: then added 0.2 s of compile time and served 18-20k req/s, as much as after 300 s at 200.
+PRIME_CONNECTIONS = 16
+PRIME_LIMIT = 150.0
 QUIET_WINDOW = 20.0
 QUIET_SHARE = 0.05
 STEADY_WINDOW = 30.0
@@ -109,13 +121,15 @@ def steady(rps: list[float]) -> bool:
     return judge([{"rps": r} for r in rps])["warm"]
 
 
-def _warming_load(load: Load, seconds: float) -> Load:
-    """The load that warms the server: the run's own connections through wrk, for ``seconds``.
+def _warming_load(load: Load, seconds: float, *, connections: int | None = None) -> Load:
+    """The load that warms the server: the run's own connections (or ``connections``) through wrk, for
+    ``seconds``.
 
     A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
     it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts).
     """
-    connections = load.users if load.model == "count" else load.connections
+    own = load.users if load.model == "count" else load.connections
+    connections = min(connections, own) if connections else own
     return Load(connections=connections, threads=min(load.threads, connections), duration=seconds,
                 warmup=seconds, timeout=load.timeout)
 
@@ -136,9 +150,13 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     """Warm the server as ``load.warmup`` says and return what happened, to be stored with the run.
 
     ``{"mode": "fixed" | "auto", "seconds", "steady": bool | None, "class", "jit_quiet_s", "rule",
-    "slices": [{"t", "rps", "p99", "compile_s", "compiles", "gc_count", "gc_s"}]}``; ``steady`` is None for
-    a fixed warm-up (nothing was judged) and False when ``auto`` reached its limit. ``perfdata`` is the
-    server's :class:`~benchlab.perfdata.PerfData`, or None for a server without JVM counters.
+    "primed_s", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles", "gc_count",
+    "gc_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False when ``auto``
+    reached its limit. ``perfdata`` is the server's :class:`~benchlab.perfdata.PerfData`, or None for a
+    server without JVM counters.
+
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
+    (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
     """
     wrk = drivers.tool("wrk")
     began = time.monotonic()
@@ -149,17 +167,33 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
                             phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
         return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,
-                "jit_quiet_s": None, "rule": None, "slices": [], "counters": [start, end] if perfdata else []}
-    slices: list[dict] = []
-    while True:
-        metrics, _ = drivers.execute(wrk, url, scenario, _warming_load(load, SLICE), cpus=cpus, workdir=workdir,
-                                     phase="warmup", runner=runner)
-        slices.append({"t": round(time.monotonic() - began, 3), "rps": metrics.get("rps"), "p99": metrics.get("p99"),
-                       **_counters(perfdata)})
+                "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
+                "counters": [start, end] if perfdata else []}
+
+    def one(phase: str, slice_load: Load) -> dict:
+        metrics, _ = drivers.execute(wrk, url, scenario, slice_load, cpus=cpus, workdir=workdir, phase="warmup",
+                                     runner=runner)
+        done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
+                "rps": metrics.get("rps"), "p99": metrics.get("p99"), **_counters(perfdata)}
         if on_slice is not None:
-            on_slice(slices[-1])
-        state = judge(slices, origin=start if perfdata else None)
+            on_slice(done)
+        return done
+
+    slices: list[dict] = []
+    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
+    if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
+        while time.monotonic() - began < min(PRIME_LIMIT, limit):
+            slices.append(one("prime", prime))
+            if jit_quiet([start, *slices]):
+                break
+    primed = slices[-1]["t"] if slices else None
+    origin = slices[-1] if slices else start  # the counters as the run's own load begins
+    own: list[dict] = []
+    while True:
+        own.append(one("load", _warming_load(load, SLICE)))
+        slices.append(own[-1])
+        state = judge(own, origin=origin if perfdata else None)
         if state["warm"] or time.monotonic() - began >= limit:
             return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"],
                     "class": state["class"], "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None,
-                    "rule": state["rule"], "slices": slices, "counters": []}
+                    "rule": state["rule"], "primed_s": primed, "slices": slices, "counters": []}

@@ -2,12 +2,15 @@
 after a 300 s warm-up of the same JVM.
 
 Each round starts every server once (in an order that alternates between rounds), warms it with the
-``auto`` rule, measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
+``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.warmup`), measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
 measurements come from one JVM, so their ratio (auto / 300 s) carries no fork-to-fork noise: it says only
 whether auto stopped too early. The JVM's compile time is read after every slice the whole time, so the
 time its JIT went quiet for good (``benchlab.warmup.quiet_since``) is known from the whole 300 s curve,
-and an auto call made before it is a *false steady call*. With ``--aot`` each server also runs with
-Java 25's AOT cache (``+aot``).
+and an auto call made before it is a *false steady call*. With ``--aot`` each server runs on Java 25 twice,
+without and with its AOT cache (``X@java25`` and ``X+aot@java25``, the cache trained with real requests
+before the first round), and the script says how much sooner the JIT went quiet with the cache and
+whether steady throughput (after the long warm-up) is the same: the ratio's 90% interval within
+0.95-1.05 is "equivalent" (two one-sided tests at 5%).
 
 Goal: auto / 300 s >= 0.97 (its 95% interval over the rounds), with no false steady call in any round.
 
@@ -64,9 +67,34 @@ def one_fork(server: str, *, duration: str, connections: int, long: float, workd
         instance.stop()
     quiet = warmup.quiet_since(curve) if jvm else None
     return {"server": server, "auto_s": auto["seconds"], "auto_warm": auto["steady"], "class": auto["class"],
+            "primed_s": auto.get("primed_s"),
             "rule": auto["rule"], "auto_rps": auto_rps, "long_rps": long_rps, "quiet_s": quiet,
             "false_steady": bool(auto["steady"]) and (quiet is None or quiet > auto["seconds"] + 1e-6),
             "curve": curve}
+
+
+def aot_lines(servers: list[str], forks: list[dict]) -> None:
+    """Per server: the JIT-quiet time and auto's time with the AOT cache against without, and whether
+    steady throughput is equivalent (90% interval of the per-round ratio within 0.95-1.05)."""
+    from figures import ratio_interval
+
+    print()
+    for plain, aot in zip(servers[::2], servers[1::2]):
+        mine = {name: [f for f in forks if f["server"] == name] for name in (plain, aot)}
+        quiet = {n: [f["quiet_s"] for f in mine[n] if f["quiet_s"] is not None] for n in mine}
+        took = {n: [f["auto_s"] for f in mine[n]] for n in mine}
+        sooner = (statistics.median(quiet[plain]) - statistics.median(quiet[aot])) if quiet[plain] and quiet[aot] \
+            else math.nan
+        print(f"{aot}: JIT quiet at {statistics.median(quiet[aot]) if quiet[aot] else math.nan:.0f} s against "
+              f"{statistics.median(quiet[plain]) if quiet[plain] else math.nan:.0f} s without the cache "
+              f"({sooner:+.0f} s sooner); auto took {statistics.median(took[aot]):.0f} s against "
+              f"{statistics.median(took[plain]):.0f} s")
+        ratios = [a["long_rps"] / p["long_rps"] for p, a in zip(mine[plain], mine[aot])]
+        centre, low, high = ratio_interval(ratios, confidence=0.90)
+        said = ("equivalent" if 0.95 <= low and high <= 1.05 else
+                "different" if high < 0.95 or low > 1.05 else "not decided: more rounds needed")
+        print(f"  steady throughput with / without the cache: {centre:.3f} [{low:.3f}, {high:.3f}] (90% interval "
+              f"over {len(ratios)} rounds; equivalence margin 0.95-1.05): {said}")
 
 
 def main() -> None:
@@ -82,7 +110,7 @@ def main() -> None:
 
     servers = args.servers.split(",")
     if args.aot:
-        servers = [name for server in servers for name in (server, f"{server}+aot")]
+        servers = [name for server in servers for name in (f"{server}@java25", f"{server}+aot@java25")]
     results = Path(tempfile.mkdtemp(prefix="benchlab-warmup-"))
     print(f"{len(servers)} servers, {args.rounds} round(s): auto, then the same JVM warmed to {args.long:.0f} s; "
           f"measure {args.duration}, c={args.connections}, hello; server on core 0, wrk on core 1", flush=True)
@@ -93,7 +121,8 @@ def main() -> None:
             fork = one_fork(server, duration=args.duration, connections=args.connections, long=args.long,
                             workdir=results / f"{server}-{r}")
             forks.append(fork)
-            print(f"  round {r + 1} {server:24} auto {fork['auto_s']:5.0f} s ({fork['class']}, "
+            primed = f"primed {fork['primed_s']:.0f} s, " if fork["primed_s"] is not None else ""
+            print(f"  round {r + 1} {server:24} auto {fork['auto_s']:5.0f} s ({primed}{fork['class']}, "
                   f"warm: {fork['auto_warm']}) {fork['auto_rps']:>9,.0f} req/s | JIT quiet at "
                   f"{fork['quiet_s'] if fork['quiet_s'] is not None else float('nan'):5.0f} s | after "
                   f"{args.long:.0f} s {fork['long_rps']:>9,.0f} req/s"
@@ -114,6 +143,8 @@ def main() -> None:
     for server in servers:
         mine = [f for f in forks if f["server"] == server]
         print(line(f"{server} auto / {args.long:.0f} s rps", [f["auto_rps"] / f["long_rps"] for f in mine], 0.97))
+    if args.aot:
+        aot_lines(servers, forks)
     false = sum(f["false_steady"] for f in forks)
     print(f"false steady calls: {false} of {len(forks)} forks (goal: none)")
     print("(goal: auto / long >= 0.97 by its interval, and no false steady call in any round)")

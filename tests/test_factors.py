@@ -31,6 +31,7 @@ SHORT = {"duration": "2s", "warmup": "2s", "connections": 8, "cds": True}
     ({"gc": "ZGC", "java": JDK25}, "spring-tomcat+zgc@java25"),
     ({"virtual_threads": True, "max_threads": 8, "gc": "g1", "heap": "1g", "java": "25"},
      "spring-tomcat+vt+threads8+g1gc+heap1g@java25"),
+    ({"aot": True, "java": 25}, "spring-tomcat+aot@java25"),
 ])
 def test_a_variant_is_named_after_its_settings_and_the_name_reads_back(given, name):
     server = benchlab.Server.spring("tomcat", **given)
@@ -86,6 +87,10 @@ def test_virtual_threads_on_java_17_exits_2_on_the_command_line(tmp_path):
     (lambda: benchlab.Server.from_command(["x", "{port}"]).with_settings(max_threads=4),
      "settings such as max_threads apply to the built-in Spring servers"),
     (lambda: servers.get("spring-tomcat+turbo"), "unknown setting '+turbo'"),
+    (lambda: benchlab.Server.spring("tomcat", aot=True, java=17), "aot needs Java 25+ (its AOT cache with method "
+                                                                  "profiles): give java=25, not java=17"),
+    (lambda: benchlab.Server.spring("tomcat", aot="yes"), "aot is True or False, not 'yes'"),
+    (lambda: factors.parse(["aot=maybe"]), "aot is true or false, not 'maybe'"),
     (lambda: factors.parse({"threads": [1]}), "unknown factor 'threads'"),
     (lambda: factors.parse(["virtual_threads"]), "bad factor 'virtual_threads': write name=value,value"),
     (lambda: matrix(["spring-tomcat+vt@java25"], factors={"virtual_threads": [False, True]}),
@@ -232,6 +237,23 @@ def test_tomcat_on_java_25_runs_requests_on_virtual_threads_only_when_asked(tmp_
     checks = {run.params["server"]: {c["setting"]: c["status"] for c in run.metadata["settings"]}
               for run in suite.records}
     assert checks["spring-tomcat+vt@java25"] == {"java": "ok", "virtual_threads": "ok"}
+
+
+def test_aot_starts_from_a_cache_trained_with_requests_and_a_cache_it_cannot_use_fails_the_start(tmp_path):
+    run = benchlab.run("spring-undertow+aot@java25", "hello", results_dir=tmp_path / "ok", **SHORT)
+    argv = run.metadata["backend"]["argv"]
+    cache = run.metadata["launch"]["aot_cache"]
+    assert run.metadata["launch"]["launch"] == "aot" and f"-XX:AOTCache={cache}" in argv and "-XX:AOTMode=on" in argv
+    assert not any(a.startswith("-XX:SharedArchiveFile=") for a in argv), "the AOT cache replaces the CDS archive"
+    training = (Path(cache).parent / "training.log").read_text()
+    assert "$ wrk /hello" in training and "Requests/sec" in training, "trained with real requests, not the refresh alone"
+    assert run.to_frame()["aot"].tolist() == [True]
+    # AOTMode=on is the proof: a cache the JVM cannot map stops the start instead of being ignored.
+    bogus = tmp_path / "bogus.aot"
+    bogus.write_bytes(b"not an AOT cache" * 64)
+    refused = subprocess.run([JDK25, f"-XX:AOTCache={bogus}", "-XX:AOTMode=on", "-version"], capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode != 0, refused.stderr
 
 
 def test_a_setting_the_server_did_not_take_fails_the_run_naming_asked_and_got(tmp_path, monkeypatch):

@@ -96,8 +96,9 @@ def warmup(curves: "pd.DataFrame", *, runs: "pd.DataFrame | None" = None, note: 
     tooltip = [alt.Tooltip("server:N"), alt.Tooltip("id:N", title="run"), alt.Tooltip("t:Q", title="time (s)"),
                alt.Tooltip("rps:Q", title="requests/s", format=",.0f"),
                alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.1f"), alt.Tooltip("ended:N", title="warm-up"),
-               alt.Tooltip("class:N", title="class"), alt.Tooltip("jit_quiet_s:Q", title="JIT quiet at (s)")]
-    for column in ("compile_s", "class", "jit_quiet_s"):
+               alt.Tooltip("class:N", title="class"), alt.Tooltip("jit_quiet_s:Q", title="JIT quiet at (s)"),
+               alt.Tooltip("phase:N", title="phase"), alt.Tooltip("connections:Q", title="connections")]
+    for column in ("compile_s", "class", "jit_quiet_s", "phase", "connections"):
         if column not in table:
             table[column] = None
     base = alt.Chart(table).encode(
