@@ -124,6 +124,5 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})
     from .results import write_atomic
 
-    write_atomic(page, body)
-    page.chmod(0o644)  # a report is for sharing; write_atomic's temporary file was private
+    write_atomic(page, body)  # with the umask's mode, as any file the user makes
     return page

@@ -180,6 +180,9 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
     entries = doc
     if isinstance(doc, dict):
         defaults = doc.get("defaults", {}) or {}
+        if not isinstance(defaults, dict):
+            raise UsageError(f"{path}: defaults must be a mapping of name: value, not {type(defaults).__name__} "
+                             f"{defaults!r}")
         entries = doc.get("reports")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{path}: expected a list of reports (notebook, parameters, output); "
@@ -196,9 +199,14 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
         if not notebook.is_absolute():
             notebook = next((base / notebook for base in (path.parent, Path.cwd(), home.project_root())
                              if (base / notebook).exists()), notebook)
-        reports.append({"notebook": str(notebook),
-                        "parameters": {**defaults, **(entry.get("parameters") or {})},
-                        "output": entry.get("output")})
+        given = entry.get("parameters") or {}
+        if not isinstance(given, dict):
+            raise UsageError(f"{path}: report {number}'s parameters must be a mapping of name: value, not "
+                             f"{type(given).__name__} {given!r}")
+        output = entry.get("output")
+        if output is not None and not Path(output).is_absolute():
+            output = str(path.parent / output)  # where the batch file is, as its notebooks are found
+        reports.append({"notebook": str(notebook), "parameters": {**defaults, **given}, "output": output})
     return reports
 
 
