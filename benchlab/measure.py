@@ -15,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 from . import backends, drivers, jars, metadata, perfdata, servers, steady, variants
+from .backends.base import http_get
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -51,17 +52,19 @@ def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tu
 
 
 def _server_info(url: str, server: servers.Server) -> dict:
+    """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
+    size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
     if server.kind != "spring":
         return {"server": server.name, "server_version": None}
-    parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     try:
-        conn.request("GET", "/info")
-        return json.loads(conn.getresponse().read())
-    except (OSError, ValueError):
-        return {"server": server.flavour, "server_version": None}
-    finally:
-        conn.close()
+        status, body = http_get(url, "/info", timeout=10)
+        info = json.loads(body) if status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return {"server": server.flavour, "server_version": None, "note": f"GET /info failed: {exc}"}
+    if not isinstance(info, dict):
+        shown = f"status {status}" if status != 200 else f"a JSON {type(info).__name__}"
+        return {"note": f"GET /info answered {shown}, not a JSON object: nothing read from it"}
+    return info
 
 
 class _Attached:
