@@ -70,6 +70,7 @@ def scene(tmp_path):
     (tmp_path / "future" / "r1" / "run.json").write_text(json.dumps({"format": "benchlab-run", "version": 99}))
     (tmp_path / "bad-batch.yaml").write_text("reports:\n  - notebook: notebooks/compare.ipynb\n    parameters:\n"
                                              "      repeat: 2\n")
+    (tmp_path / "list-parameters.yaml").write_text("- notebook: notebooks/compare.ipynb\n  parameters: [1, 2]\n")
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
