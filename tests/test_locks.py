@@ -100,6 +100,7 @@ FIRST = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not shutil.which("h2load"), reason="h2load is not installed")
 def test_two_compare_processes_on_one_results_dir_the_second_refuses_and_the_first_is_intact(tmp_path):
     import benchlab

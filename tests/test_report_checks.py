@@ -52,6 +52,7 @@ def test_a_batch_is_checked_by_the_same_rules_before_its_first_report(tmp_path):
         report.batch(entries, echo=lambda *a: pytest.fail("nothing runs"))
 
 
+@pytest.mark.integration  # one real kernel
 def test_a_report_that_fails_says_so_in_one_line_without_the_kernels_tcp_warning(tmp_path):
     notebook = tmp_path / "tiny.ipynb"
     parameters = nbformat.v4.new_code_cell("x: int = 1")
