@@ -138,11 +138,11 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     base = results_home(results_dir)
     if results_dir is None:
         base = base / f"compare-{suite}"
-    writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     bar = Progress([spec.load.warmup_seconds + spec.load.planned_seconds for _, spec in runs], enabled=progress)
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
+    writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     try:
         for index, (repeat, spec) in enumerate(runs):
             if by_precision and index and repeat != runs[index - 1][0] and repeat > 2:
