@@ -6,7 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import backends, jars, servers
+from . import backends, jars, locks, servers
 from . import precision as precision_rule
 from .errors import BenchlabError, LoadError, ServerError, UsageError, VerifyError
 from .matrix import load_tag, matrix, run_name, suite_id
@@ -60,12 +60,15 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     run_id = new_run_id(spec)
     run_dir = base / run_id
     made = [p for p in (base, *base.parents) if not p.exists()]
+    writer = locks.ResultsWriter(base)  # one writer per results_dir: a second is refused, naming this PID
     try:
         return measure(spec, run_dir, run_id=run_id, label=label)
     except BaseException:
         # A run that did not finish is not a result: leave no directory behind (the error has the log tail).
         shutil.rmtree(made[-1] if made else run_dir, ignore_errors=True)
         raise
+    finally:
+        writer.release()
 
 
 @keywords
@@ -135,12 +138,11 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     base = results_home(results_dir)
     if results_dir is None:
         base = base / f"compare-{suite}"
-    base.mkdir(parents=True, exist_ok=True)
-
     bar = Progress([spec.load.warmup_seconds + spec.load.planned_seconds for _, spec in runs], enabled=progress)
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
+    writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     try:
         for index, (repeat, spec) in enumerate(runs):
             if by_precision and index and repeat != runs[index - 1][0] and repeat > 2:
@@ -181,6 +183,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         for instance in shared.values():
             instance.stop()
         bar.close()
+        writer.release()
     suite = Suite(records, baseline=baseline or names[0], path=str(base))
     if by_precision:
         if reached is None:

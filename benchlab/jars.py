@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import home, process
-from .errors import BenchlabError, BuildError, UsageError, tail
+from .errors import BenchlabError, BuildError, LoadError, UsageError, tail
 
 #: The built-in servers' embedded servers: three servlet containers, and WebFlux on Reactor Netty.
 FLAVOURS = ("tomcat", "jetty", "undertow", "webflux")
@@ -27,6 +27,8 @@ SERVLET_FLAVOURS = ("tomcat", "jetty", "undertow")
 # --- the build ---------------------------------------------------------------------------------------
 
 _STAMP = ".benchlab-build"
+#: Seconds the one Maven call may take: a cold build downloads its plugins; an hour would be a hang.
+MAVEN_TIMEOUT = 1800.0
 
 
 def _source_hash(root: Path) -> str:
@@ -72,8 +74,12 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
         argv.insert(2, "-q")
     began = time.monotonic()
     log = root / "target-build.log"
-    with open(log, "w") as out:
-        result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:  # like every command: its own session, killed with benchlab, and a limit
+        result = process.run(argv, timeout=MAVEN_TIMEOUT)
+    except LoadError:
+        raise BuildError(f"the Maven build did not finish within {MAVEN_TIMEOUT:.0f} s and was stopped: "
+                         f"{' '.join(argv)}") from None
+    log.write_text(result.stdout + result.stderr)
     if result.returncode != 0:
         raise BuildError(f"the Maven build failed (exit {result.returncode}, log {log}):\n{tail(log.read_text(), 25)}")
     missing = [str(p) for p in jars().values() if not p.exists()]

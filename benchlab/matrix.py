@@ -56,6 +56,15 @@ def run_name(spec: RunSpec, repeat: int) -> str:
     return f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-{spec.cell_key()[:8]}"
 
 
+def check_repeats(repeats, *, auto: bool = False) -> None:
+    """``repeats`` is a whole number of 1 or more (or, with ``auto``, the word ``"auto"``)."""
+    if auto and repeats == "auto":
+        return
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        also = " or 'auto'" if auto else ""
+        raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
+
+
 def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,
            load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
            ) -> list[tuple[int, RunSpec]]:
@@ -70,8 +79,7 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
     server_list = as_list(servers, "servers") if servers is not None else []
     if not server_list or server_list == [None]:
         raise UsageError("servers is empty: give at least one, e.g. servers=['spring-tomcat', 'spring-jetty']")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise UsageError(f"repeats must be a whole number of 1 or more, not {repeats!r}")
+    check_repeats(repeats)
     if order not in ORDERS:
         raise UsageError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
     factors = factor_specs.parse(factors)

@@ -11,10 +11,12 @@ import datetime as _dt
 import http.client
 import json
 import secrets
+import time
 import urllib.parse
 from pathlib import Path
 
-from . import backends, drivers, jars, metadata, perfdata, servers, steady, variants
+from . import backends, drivers, jars, locks, metadata, perfdata, servers, steady, variants
+from .backends.base import http_get
 from .errors import ServerError, VerifyError, tail
 from .monitor import Monitor
 from .results import Run, save
@@ -51,17 +53,19 @@ def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tu
 
 
 def _server_info(url: str, server: servers.Server) -> dict:
+    """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
+    size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
     if server.kind != "spring":
         return {"server": server.name, "server_version": None}
-    parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     try:
-        conn.request("GET", "/info")
-        return json.loads(conn.getresponse().read())
-    except (OSError, ValueError):
-        return {"server": server.flavour, "server_version": None}
-    finally:
-        conn.close()
+        status, body = http_get(url, "/info", timeout=10)
+        info = json.loads(body) if status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return {"server": server.flavour, "server_version": None, "note": f"GET /info failed: {exc}"}
+    if not isinstance(info, dict):
+        shown = f"status {status}" if status != 200 else f"a JSON {type(info).__name__}"
+        return {"note": f"GET /info answered {shown}, not a JSON object: nothing read from it"}
+    return info
 
 
 class _Attached:
@@ -102,8 +106,17 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
 
     The server is stopped however this ends. A :class:`BenchlabError` propagates after cleanup; the
     caller decides whether to record a failed run. A given ``instance`` (an already started server) is
-    used as it is and left running.
+    used as it is and left running. The run holds its cores, the server's and the load tool's, against
+    every other benchlab process on this machine (:func:`benchlab.locks.cores`: it waits for them).
     """
+    pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
+    with locks.cores(pinned) as waited:
+        return _measure(spec, Path(run_dir), run_id=run_id, repeat=repeat, suite=suite, label=label, key=key,
+                        on_phase=on_phase, instance=instance, waited=waited)
+
+
+def _measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite, label, key, on_phase, instance,
+             waited: float) -> Run:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     driver = drivers.get(spec.driver, spec.load.model)
@@ -141,11 +154,17 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
         if not instance.alive():
             raise ServerError(f"{spec.server.name} died during the warm-up")
         phase("measure")
+        cpus = sorted({*spec.server_cpus, *spec.load_cpus})
+        pid = instance.metadata.get("pid") if spec.backend == "local" and runner is None else None
+        began, busy, own = time.monotonic(), locks.cpu_seconds(cpus), locks.own_seconds(pid)
         with Monitor(spec.sample_interval) as monitor:
             monitor.watch("server", instance.probe)
             monitor.watch_counters(jvm)
             metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
                                             workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
+        own_after = locks.own_seconds(pid)
+        on_cores = locks.interference(cpus, time.monotonic() - began, locks.cpu_seconds(cpus) - busy,
+                                    None if own is None or own_after is None else own_after - own, waited)
         samples = [s.astuple() for s in monitor.samples]
         resources = {**monitor.summary(), **steady.drift(samples), **perfdata.summary(monitor.counters),
                      "server_idle_s": steady.idle(samples)}
@@ -172,6 +191,7 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
                  "argv": instance.metadata.get("argv")},
         verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
         shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+        cores=on_cores,  # what else was busy on the run's cores while it measured (see benchlab.locks)
         warmup=warmed,
         jvm=({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
              if jvm is not None else None),

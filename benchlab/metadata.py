@@ -123,12 +123,13 @@ def collect_accept_queue(info: dict, jvm_opts=()) -> dict:
     >>> collect_accept_queue({"server": "jetty"})["source"]
     'default'
     """
-    flavour = str(info.get("server") or "").lower()
+    flavour = str(info.get("server") or "").lower() if isinstance(info, dict) else ""
     if flavour not in ACCEPT_QUEUE_DEFAULTS:
         return {}
     setting, value = ACCEPT_QUEUE_DEFAULTS[flavour]
-    if info.get("accept_queue") is not None:
-        return {"setting": setting, "value": int(info["accept_queue"]), "source": "/info"}
+    said = info.get("accept_queue")
+    if isinstance(said, int) and not isinstance(said, bool) or isinstance(said, str) and said.isdigit():
+        return {"setting": setting, "value": int(said), "source": "/info"}
     prefix = f"-D{setting}="
     for opt in jvm_opts or ():
         if flavour == "tomcat" and str(opt).startswith(prefix) and str(opt)[len(prefix):].isdigit():

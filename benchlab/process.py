@@ -18,15 +18,16 @@ from pathlib import Path
 from .errors import ToolMissing, tail
 
 _PR_SET_PDEATHSIG = 1
-_libc = None
+_SIGKILL = int(signal.SIGKILL)
+# Loaded once, here: loading a library between fork and exec takes the loader's lock, which a monitor
+# thread of the parent may have held at the fork, and the child would then hang before its exec.
+_prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
 
 
 def _die_with_parent() -> None:
-    # Runs in the child between fork and exec; taskset then execs the real program, which keeps it.
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Runs in the child between fork and exec (only a call, nothing loaded or allocated); taskset then
+    # execs the real program, which keeps the signal.
+    _prctl(_PR_SET_PDEATHSIG, _SIGKILL)
 
 
 def require(tool: str, install: str) -> str:

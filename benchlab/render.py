@@ -79,6 +79,25 @@ _WIDGET_NOTE = ('<p class="benchlab-widget"><em>An interactive panel: it works w
                 'notebook in JupyterLab to use it. The charts under it are those of the runs it showed.</em></p>')
 
 
+#: What JSON inside a <script> must not hold as itself: "<" could open "<!--" or "</script" (the HTML parser
+#: reads a script's text before JavaScript does), ">" and "&" for good measure, and the two line separators
+#: that JavaScript before ES2019 ends a string at.
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(value) -> str:
+    r"""``value`` as JSON that can stand inside an HTML ``<script>`` as it is: the same value to JavaScript,
+    no markup to the HTML parser.
+
+    >>> print(script_json({"server": "x<!--<script>"}))
+    {"server": "x\u003c!--\u003cscript\u003e"}
+    """
+    text = json.dumps(value)
+    for char, escaped in _SCRIPT_ESCAPES.items():
+        text = text.replace(char, escaped)
+    return text
+
+
 def _inline_charts(nb) -> int:
     """Replace each chart output by a vega-embed call, and each live widget by a note; count the charts."""
     count = 0
@@ -93,9 +112,8 @@ def _inline_charts(nb) -> int:
             if spec is None:
                 continue
             count += 1
-            text = json.dumps(spec if isinstance(spec, dict) else json.loads(spec))
-            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}",
-                                                         spec=text.replace("</", "<\\/"))}
+            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(
+                spec if isinstance(spec, dict) else json.loads(spec)))}
     return count
 
 
@@ -124,6 +142,5 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})
     from .results import write_atomic
 
-    write_atomic(page, body)
-    page.chmod(0o644)  # a report is for sharing; write_atomic's temporary file was private
+    write_atomic(page, body)  # with the umask's mode, as any file the user makes
     return page

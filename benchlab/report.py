@@ -93,6 +93,64 @@ def _failure(exc: Exception) -> str:
     return f"{where}: {ename}: {first[:300] + ' ...' if len(first) > 300 else first}".strip()
 
 
+#: The kernel's own start-up log goes to benchlab's stderr: at its default level it says "Kernel is running
+#: over TCP without encryption" on every report (the kernel listens on 127.0.0.1 only), which made a one-line
+#: error two. Errors still show; a notebook's own warnings are cell outputs, not this log.
+KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=ERROR",)
+
+
+def _each(value) -> list:
+    """A parameter's values: a list as it is, "a,b" (the command line's list) split, else the one value."""
+    from .notebook import _scalar
+
+    if isinstance(value, str) and "," in value:
+        return [_scalar(part) for part in value.split(",") if part.strip()]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def check_options(given: Mapping[str, Any]) -> None:
+    """The report parameters that are options of ``compare()``/``run()`` (:data:`benchlab.spec.OPTIONS`), each
+    checked by that option's own rule before a kernel starts: ``repeats`` a whole number or "auto", the
+    load's times and counts by :class:`~benchlab.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
+    a choice among its choices, each server by :func:`benchlab.servers.get`. A re-render (``run=False``)
+    uses none of them. What needs the machine (tools, ports, an engine) is still checked by ``compare()``.
+
+    Example
+    -------
+    >>> check_options({"repeats": "abc"})
+    Traceback (most recent call last):
+    benchlab.errors.UsageError: repeats must be a whole number of 1 or more or 'auto', not 'abc'
+    """
+    if given.get("run") is False:
+        return
+    from . import cores, servers, spec
+    from .load import Load, _positive_int, parse_duration
+    from .matrix import check_repeats
+
+    choices = {o.name: o.choices for o in spec.OPTIONS if o.choices}
+    for name, value in given.items():
+        if name in choices:
+            spec._choice(name, value, choices[name])
+        elif name == "repeats":
+            check_repeats(value, auto=True)
+        elif name in ("connections", "users", "loops", "threads"):
+            for one in _each(value):
+                _positive_int(name, one, allow_none=True)
+        elif name in ("duration", "warmup", "timeout", "ramp_up"):
+            Load(**{name: value})
+        elif name in ("rate", "rates"):
+            for one in _each(value):
+                if one is not None:
+                    Load(model="rate", rate=one)
+        elif name == "startup_timeout":
+            parse_duration(value, what=name)
+        elif name in ("server_cpus", "load_cpus") and value is not None:
+            cores.parse_cpus(value, role=name.removesuffix("_cpus"))
+        elif name in ("server", "servers"):
+            for one in _each(value):
+                servers.get(one)
+
+
 def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = None, *,
             output: str | os.PathLike | None = None, kernel: str = "python3", timeout: float | None = None,
             log_output: bool = False) -> Report:
@@ -125,6 +183,7 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
         raise UsageError(f"no notebook at {source}: give the path of an .ipynb, e.g. notebooks/compare.ipynb")
     params = dict(parameters or {})
     check_given(source, params)  # before any kernel starts or any file is written
+    check_options(params)
     ipynb = _outputs(source, output)
     ipynb.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -136,7 +195,7 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
     try:
         papermill.execute_notebook(str(source), str(ipynb), parameters=params, kernel_name=kernel,
                                    progress_bar=False, log_output=log_output, execution_timeout=timeout,
-                                   request_save_on_cell_execute=True)
+                                   request_save_on_cell_execute=True, extra_arguments=list(KERNEL_ARGUMENTS))
     except Exception as exc:  # noqa: BLE001 - a cell that raised, a kernel that died or timed out: keep the file
         failure = exc
     finally:
@@ -180,6 +239,9 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
     entries = doc
     if isinstance(doc, dict):
         defaults = doc.get("defaults", {}) or {}
+        if not isinstance(defaults, dict):
+            raise UsageError(f"{path}: defaults must be a mapping of name: value, not {type(defaults).__name__} "
+                             f"{defaults!r}")
         entries = doc.get("reports")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{path}: expected a list of reports (notebook, parameters, output); "
@@ -196,9 +258,14 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
         if not notebook.is_absolute():
             notebook = next((base / notebook for base in (path.parent, Path.cwd(), home.project_root())
                              if (base / notebook).exists()), notebook)
-        reports.append({"notebook": str(notebook),
-                        "parameters": {**defaults, **(entry.get("parameters") or {})},
-                        "output": entry.get("output")})
+        given = entry.get("parameters") or {}
+        if not isinstance(given, dict):
+            raise UsageError(f"{path}: report {number}'s parameters must be a mapping of name: value, not "
+                             f"{type(given).__name__} {given!r}")
+        output = entry.get("output")
+        if output is not None and not Path(output).is_absolute():
+            output = str(path.parent / output)  # where the batch file is, as its notebooks are found
+        reports.append({"notebook": str(notebook), "parameters": {**defaults, **given}, "output": output})
     return reports
 
 
@@ -216,6 +283,7 @@ def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = 
     for number, entry in enumerate(entries, 1):  # every entry's parameters, before the first report starts
         try:
             check_given(entry["notebook"], entry.get("parameters") or {}, stored=False)
+            check_options(entry.get("parameters") or {})
         except BenchlabError as exc:
             raise type(exc)(f"report {number} ({entry['notebook']}): {exc}") from None
     outcomes: list[Report | NotebookFailed] = []

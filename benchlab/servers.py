@@ -163,8 +163,10 @@ class Server:
         path = parsed.path or "/"
         if parsed.query:
             path += "?" + parsed.query
-        return cls(name=name or f"{parsed.hostname}:{parsed.port}", kind="url",
-                   url=f"http://{parsed.hostname}:{parsed.port}", port=parsed.port, path=path)
+        # An IPv6 address keeps its brackets in the url (http://[::1]:8080), or the port reads as part of it.
+        host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+        return cls(name=name or f"{host}:{parsed.port}", kind="url", url=f"http://{host}:{parsed.port}",
+                   port=parsed.port, path=path)
 
     @property
     def default_scenario(self) -> Scenario:
@@ -237,7 +239,8 @@ def get(server: str | Server) -> Server:
 
 def check_loopback(url: str, *, allow_remote: bool = False) -> None:
     """Refuse to send load anywhere but this machine's loopback unless ``allow_remote`` is set."""
-    host = urllib.parse.urlsplit(url).hostname or ""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or parts.netloc  # an IPv6 address is bracketed in a url: http://[::1]:8080
     if allow_remote:
         return
     try:

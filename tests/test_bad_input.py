@@ -7,6 +7,7 @@ whose environment carries a marker, so any process it leaves behind is found by 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import socket
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from benchlab.locks import ResultsWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "docs" / "bad-input.md"
@@ -70,12 +73,15 @@ def scene(tmp_path):
     (tmp_path / "future" / "r1" / "run.json").write_text(json.dumps({"format": "benchlab-run", "version": 99}))
     (tmp_path / "bad-batch.yaml").write_text("reports:\n  - notebook: notebooks/compare.ipynb\n    parameters:\n"
                                              "      repeat: 2\n")
+    (tmp_path / "list-parameters.yaml").write_text("- notebook: notebooks/compare.ipynb\n  parameters: [1, 2]\n")
+    writer = ResultsWriter(tmp_path / "locked")  # another writer of {tmp}/locked: this test process
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
     yield {"tmp": str(tmp_path), "busy_port": str(holder.getsockname()[1]),
-           "fixtures": str(ROOT / "tests" / "fixtures")}
+           "fixtures": str(ROOT / "tests" / "fixtures"), "pid": str(os.getpid())}
     holder.close()
+    writer.release()
 
 
 @pytest.mark.parametrize("number, given, message, code", rows(), ids=[f"row{r[0]}" for r in rows()])
@@ -92,7 +98,7 @@ def test_bad_input(scene, tmp_path, number, given, message, code):
     else:
         argv = [sys.executable, "-m", "benchlab", *shlex.split(text.removeprefix("benchlab "))]
     marker = uuid.uuid4().hex
-    env = {**__import__("os").environ, "BENCHLAB_RESULTS": str(results), "BENCHLAB_TEST_MARK": marker}
+    env = {**os.environ, "BENCHLAB_RESULTS": str(results), "BENCHLAB_TEST_MARK": marker}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
 
     assert "Traceback" not in done.stderr, done.stderr

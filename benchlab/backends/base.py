@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import time
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
@@ -74,23 +75,53 @@ def start_failure_hint(log: str) -> str:
     return ""
 
 
+#: The most a probe reads of an answer: /info is a few hundred bytes; a server sending more is not benchlab's.
+PROBE_LIMIT = 1 << 20
+
+
+class TooLarge(ValueError):
+    """A probe's answer went past :data:`PROBE_LIMIT`."""
+
+
+def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | None = None) -> tuple[int, bytes]:
+    """``GET`` ``path`` (default: the url's own) from the host and port of ``url``: ``(status, body)``.
+
+    Through :mod:`http.client`, so straight to that address: no ``http_proxy`` from the environment (a
+    proxy's 502 is not the server's answer) and no redirect followed (a 3xx is the answer, wherever it
+    points). At most ``limit`` (:data:`PROBE_LIMIT`) bytes are read; more is :class:`TooLarge`.
+    """
+    limit = PROBE_LIMIT if limit is None else limit
+    parts = urllib.parse.urlsplit(url)
+    target = path or ((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", target)
+        response = conn.getresponse()
+        body = response.read(limit + 1)
+        if len(body) > limit:
+            raise TooLarge(f"{url}{path or ''} answered more than {limit} bytes")
+        return response.status, body
+    finally:
+        conn.close()
+
+
 def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: float = 0.01,
                on_exit: Callable[[], Exception] | None = None) -> float:
     """Poll ``url`` every ``poll`` seconds until any HTTP answer; return the seconds it took.
 
-    ``alive()`` is checked between polls so a server that dies during start fails at once, with the
-    error ``on_exit()`` builds.
+    Any status is an answer (a 404, a redirect: the server is listening); only the server itself is
+    asked (:func:`http_get`: no proxy, no redirect followed). ``alive()`` is checked between polls so a
+    server that dies during start fails at once, with the error ``on_exit()`` builds.
     """
     began = time.monotonic()
     deadline = began + timeout
     while True:
         try:
-            with urllib.request.urlopen(url, timeout=1.0) as response:
-                response.read()
+            http_get(url, timeout=1.0)
             return time.monotonic() - began
-        except urllib.error.HTTPError:
-            return time.monotonic() - began  # it answered: that is ready, whatever the status
-        except (OSError, ValueError):
+        except TooLarge:
+            return time.monotonic() - began  # it answered, at length: that is ready too
+        except (OSError, http.client.HTTPException, ValueError):
             pass
         if not alive():
             raise on_exit() if on_exit else ServerError(f"the server exited before {url} answered")
