@@ -8,7 +8,8 @@ from pathlib import Path
 
 from . import backends, jars, servers
 from . import precision as precision_rule
-from .errors import BenchlabError, LoadError, ServerError, UsageError, VerifyError
+from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
+from .files import slug, under
 from .matrix import load_tag, matrix, run_name, suite_id
 from .measure import failed, measure, new_run_id, now
 from .results import Run
@@ -57,14 +58,22 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     """
     spec = prepare(server, scenario, **_per_run(locals()))
     base = results_home(results_dir)
-    run_id = new_run_id(spec)
-    run_dir = base / run_id
-    made = [p for p in (base, *base.parents) if not p.exists()]
+    run_id = slug(new_run_id(spec))
+    run_dir = under(base, run_id)
+    made = [p for p in (base, *base.parents) if not p.exists()]  # deepest first
+    run_dir.mkdir(parents=True)  # not exist_ok: the folder is this run's own, so removing it removes only it
     try:
         return measure(spec, run_dir, run_id=run_id, label=label)
     except BaseException:
         # A run that did not finish is not a result: leave no directory behind (the error has the log tail).
-        shutil.rmtree(made[-1] if made else run_dir, ignore_errors=True)
+        # Only this run's folder is removed; a parent made for it goes only while empty, since another
+        # process may have stored its own run there meanwhile.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        for parent in made:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
         raise
 
 
@@ -148,11 +157,14 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                 if reached:  # a whole round is done and every ratio is known well enough
                     break
             run_id = run_name(spec, repeat)
-            run_dir = base / run_id
+            run_dir = under(base, run_id)
             done = run_dir / "run.json"
             if done.exists():
-                previous = read(done)
-                if previous.status == "ok":
+                try:
+                    previous = read(done)
+                except ResultsError:  # damaged: as good as not run, and run again below
+                    previous = None
+                if previous is not None and previous.status == "ok":
                     records.append(previous)
                     if on_run:
                         on_run(previous)
@@ -203,5 +215,5 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     if name not in shared:
         jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
-        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", base / f"{name}.server.log"))
+        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", under(base, f"{name}.server.log")))
     return shared[name]

@@ -102,12 +102,17 @@ def why(exc: BaseException) -> str:
 
 def slug(name, *, limit: int = 120) -> str:
     """``name`` as a safe folder name: letters, digits and ``. _ + @ = , -`` kept, any other run of characters
-    one ``_``, no leading dot, at most ``limit`` characters, never empty, ``.`` or ``..``.
+    one ``_``, no leading dot, never empty, ``.`` or ``..``; a name longer than ``limit`` keeps its start and
+    ends with a digest of the whole, so two long names stay two folders.
 
     >>> slug("spring-tomcat+vt@java25"), slug("/../../x"), slug("sleep:40"), slug("")
     ('spring-tomcat+vt@java25', '_.._.._x', 'sleep_40', '_')
     """
-    text = _UNSAFE.sub("_", str(name))[:limit]
+    text = _UNSAFE.sub("_", str(name))
+    if len(text) > limit:
+        import hashlib
+
+        text = text[:limit - 11] + "-" + hashlib.sha256(str(name).encode("utf-8", "replace")).hexdigest()[:10]
     if text.startswith("."):
         text = "_" + text[1:]
     return text or "_"
