@@ -31,9 +31,10 @@ class Suite:
     precision: dict | None = None
 
     def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
-                 damaged: Iterable[str] = ()):
+                 damaged: Iterable[str] = (), strict: bool = False):
         self.records: tuple[Run, ...] = tuple(runs)
         self.path = path
+        self.strict = strict
         #: One line per damaged file (it names the file and what is wrong): run.json files left out when
         #: loading, and latency.json or samples.json files found damaged when first read (their runs keep
         #: their run.json figures). ``flags()`` shows each as a row, flag "damaged".
@@ -59,12 +60,15 @@ class Suite:
         return Suite([*self.records, *more], baseline=self.baseline, damaged=damaged)
 
     def _each(self, read) -> list:
-        """``read(run)`` for every run; a damaged file gives None, a line in :attr:`damaged` and one warning."""
+        """``read(run)`` for every run; a damaged file gives None, a line in :attr:`damaged` and one warning
+        (strict: the ResultsError)."""
         found, new = [], []
         for record in self.records:
             try:
                 found.append(read(record))
             except ResultsError as exc:
+                if self.strict:
+                    raise
                 found.append(None)
                 new.append(str(exc).splitlines()[0])
         self.damaged.extend(line for line in new if line not in self.damaged)
@@ -145,7 +149,8 @@ def load(*paths: str | Path, baseline: str | None = None, strict: bool = False) 
     """Read one or more results directories back into a :class:`Suite`.
 
     Every good run is read; each damaged one is left out and named, a line each, in one warning and in
-    ``flags()`` (flag "damaged"). ``strict=True`` raises the first damage as a ResultsError instead.
+    ``flags()`` (flag "damaged"). ``strict=True`` raises the first damage as a ResultsError instead, here
+    or when a run's latency.json or samples.json is first read.
 
     Example
     -------
@@ -154,6 +159,7 @@ def load(*paths: str | Path, baseline: str | None = None, strict: bool = False) 
     """
     with collector_paused():  # the frame too: 0.3 s less over 10,000 runs than pausing for the reading only
         runs, damaged = scan(*paths, strict=strict)
-        suite = Suite(runs, baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None, damaged=damaged)
+        suite = Suite(runs, baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None, damaged=damaged,
+                      strict=strict)
     warn_damaged(damaged)
     return suite
