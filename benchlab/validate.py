@@ -38,7 +38,9 @@ _METADATA = {
 }
 _TEXT_FIELDS = ("error", "suite", "label", "key", "started_at", "finished_at")
 _NONE = type(None)
-_NUMBER_TYPES, _TEXT_TYPES, _SCALAR_TYPES = {int, float, _NONE}, {str, _NONE}, {str, int, float, bool, _NONE}
+_NUMBER_TYPES, _TEXT_TYPES = frozenset((int, float, _NONE)), frozenset((str, _NONE))
+_SCALAR_TYPES, _CONTAINERS = frozenset((str, int, float, bool, _NONE)), frozenset((dict, list, _NONE))
+_INTS, _DICTS = frozenset((int,)), frozenset((dict,))
 
 
 def damaged(source: str, what: str) -> ResultsError:
@@ -98,7 +100,7 @@ def _fine(doc: dict) -> bool:
         return False
     parts = list(map(metadata.get, _SECTIONS))
     containers = [*parts, *map(params.get, _PARAM_LISTS), doc.get("files", [])]
-    if not set(map(type, containers)) <= {dict, list, _NONE}:
+    if not _CONTAINERS.issuperset(map(type, containers)):
         return False
     server, java, queue, network, cpu, system, warmup = (part or _EMPTY for part in parts)
     cores = [*(params.get("server_cpus") or ()), *(params.get("load_cpus") or ())]
@@ -114,10 +116,10 @@ def _fine(doc: dict) -> bool:
     objects = [*(warmup.get("slices") or ()), *(metadata.get("settings") or ())]
     present = list(filter(None, numbers))  # drops None and zeros, which are fine
     rps, drift, pause = metrics.get("rps"), metrics.get("drift"), params.get("warmup")
-    return (set(map(type, numbers)) <= _NUMBER_TYPES and set(map(type, texts)) <= _TEXT_TYPES
+    return (_NUMBER_TYPES.issuperset(map(type, numbers)) and _TEXT_TYPES.issuperset(map(type, texts))
             and (not present or (0 <= min(present) and max(present) < _INF))
-            and set(map(type, map(params.get, _PARAM_SCALARS))) <= _SCALAR_TYPES
-            and set(map(type, cores)) <= {int} and set(map(type, objects)) <= {dict}
+            and _SCALAR_TYPES.issuperset(map(type, map(params.get, _PARAM_SCALARS)))
+            and _INTS.issuperset(map(type, cores)) and _DICTS.issuperset(map(type, objects))
             and type(warmup.get("slices", [])) is list and type(metadata.get("settings", [])) is list
             and type(params.get("jvm_opts", [])) is list
             and (status != "ok" or type(rps) in (int, float) and rps == rps)  # and >= 0, finite: above
