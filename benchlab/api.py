@@ -122,7 +122,6 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
     from .progress import Progress
-    from .results import read
     from .suite import Suite
 
     if restart not in RESTARTS:
@@ -158,18 +157,13 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                     break
             run_id = run_name(spec, repeat)
             run_dir = under(base, run_id)
-            done = run_dir / "run.json"
-            if done.exists():
-                try:
-                    previous = read(done)
-                except ResultsError:  # damaged: as good as not run, and run again below
-                    previous = None
-                if previous is not None and previous.status == "ok":
-                    records.append(previous)
-                    if on_run:
-                        on_run(previous)
-                    bar.finish(ran=False)
-                    continue
+            previous = _finished(run_dir / "run.json")
+            if previous is not None:
+                records.append(previous)
+                if on_run:
+                    on_run(previous)
+                bar.finish(ran=False)
+                continue
             if run_dir.exists():  # an unfinished or failed attempt: start that run again, clean
                 shutil.rmtree(run_dir)
             bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
@@ -200,6 +194,19 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         suite.precision = {"asked": precision, "reached": bool(reached), "repeats": max(r.params["repeat"] for r in records),
                            "widest": precision_rule.widest(records, baseline or names[0])}
     return suite
+
+
+def _finished(done: Path) -> Run | None:
+    """The finished run stored at ``done``, or None: not there, failed, or damaged (all three run again)."""
+    from .results import read
+
+    if not done.exists():
+        return None
+    try:
+        previous = read(done)
+    except ResultsError:
+        return None
+    return previous if previous.status == "ok" else None
 
 
 def _server_name(name) -> str:
