@@ -8,7 +8,8 @@ from pathlib import Path
 
 from . import backends, jars, locks, servers
 from . import precision as precision_rule
-from .errors import BenchlabError, LoadError, ServerError, UsageError, VerifyError
+from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
+from .files import slug, under
 from .matrix import load_tag, matrix, run_name, suite_id
 from .measure import failed, measure, new_run_id, now
 from .results import Run
@@ -57,15 +58,26 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     """
     spec = prepare(server, scenario, **_per_run(locals()))
     base = results_home(results_dir)
-    run_id = new_run_id(spec)
-    run_dir = base / run_id
-    made = [p for p in (base, *base.parents) if not p.exists()]
+    run_id = slug(new_run_id(spec))
+    run_dir = under(base, run_id)
+    made = [p for p in (base, *base.parents) if not p.exists()]  # deepest first
     writer = locks.ResultsWriter(base)  # one writer per results_dir: a second is refused, naming this PID
     try:
+        run_dir.mkdir(parents=True)  # not exist_ok: the folder is this run's own, so removing it removes only it
         return measure(spec, run_dir, run_id=run_id, label=label)
     except BaseException:
         # A run that did not finish is not a result: leave no directory behind (the error has the log tail).
-        shutil.rmtree(made[-1] if made else run_dir, ignore_errors=True)
+        # Only this run's folder is removed; a parent made for it goes only while empty, since another
+        # process may have stored its own run there meanwhile.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if base in made:  # a results_dir made for this run holds nothing but its lock: it goes too
+            writer.release()
+            (base / locks.RESULTS_LOCK).unlink(missing_ok=True)
+        for parent in made:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
         raise
     finally:
         writer.release()
@@ -116,7 +128,6 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
     from .progress import Progress
-    from .results import read
     from .suite import Suite
 
     if restart not in RESTARTS:
@@ -150,16 +161,14 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                 if reached:  # a whole round is done and every ratio is known well enough
                     break
             run_id = run_name(spec, repeat)
-            run_dir = base / run_id
-            done = run_dir / "run.json"
-            if done.exists():
-                previous = read(done)
-                if previous.status == "ok":
-                    records.append(previous)
-                    if on_run:
-                        on_run(previous)
-                    bar.finish(ran=False)
-                    continue
+            run_dir = under(base, run_id)
+            previous = _finished(run_dir / "run.json")
+            if previous is not None:
+                records.append(previous)
+                if on_run:
+                    on_run(previous)
+                bar.finish(ran=False)
+                continue
             if run_dir.exists():  # an unfinished or failed attempt: start that run again, clean
                 shutil.rmtree(run_dir)
             bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
@@ -193,6 +202,19 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     return suite
 
 
+def _finished(done: Path) -> Run | None:
+    """The finished run stored at ``done``, or None: not there, failed, or damaged (all three run again)."""
+    from .results import read
+
+    if not done.exists():
+        return None
+    try:
+        previous = read(done)
+    except ResultsError:
+        return None
+    return previous if previous.status == "ok" else None
+
+
 def _server_name(name) -> str:
     try:
         return servers.get(name).name
@@ -206,5 +228,5 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     if name not in shared:
         jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
-        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", base / f"{name}.server.log"))
+        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", under(base, f"{name}.server.log")))
     return shared[name]

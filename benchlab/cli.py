@@ -83,9 +83,9 @@ def cmd_build(args) -> int:
 def cmd_run(args) -> int:
     from .api import run
 
-    from .terminal import format_run
+    from .terminal import format_run, printable
 
-    print(format_run(run(**_given(args, "run"))))
+    print(printable(format_run(run(**_given(args, "run")))))
     return 0
 
 
@@ -104,10 +104,14 @@ def cmd_compare(args) -> int:
 
 
 def cmd_show(args) -> int:
+    import warnings
+
     from .suite import load
     from .terminal import print_suite
 
-    print_suite(load(*args.paths, baseline=args.baseline))
+    with warnings.catch_warnings():  # the damaged files are printed with the flags, a line each
+        warnings.simplefilter("ignore")
+        print_suite(load(*args.paths, baseline=args.baseline))
     return 0
 
 
@@ -258,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except BenchlabError as exc:
-        first, _, rest = str(exc).partition("\n")
+        from .terminal import printable
+
+        first, _, rest = printable(str(exc)).partition("\n")  # it may quote a stored file
         print(f"benchlab: error: {first}", file=sys.stderr)
         if rest:
             print(rest, file=sys.stderr)

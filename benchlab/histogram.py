@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import validate
 from .errors import ResultsError
-from .results import parse_json, write_atomic
+from .files import parse_json, why, write_atomic
 
 FORMAT = "benchlab-latency"
 FORMAT_VERSION = 1
@@ -45,6 +46,13 @@ RATIO = 1.01
 ZERO = "zero"
 
 _LOG_RATIO = math.log(RATIO)
+
+#: The bucket indexes a stored histogram may use: those of 1 ns to 1000 s (-694 to 2083). Any other is
+#: damage, and refusing it keeps a merge's dense matrix of buckets small (tails._matrix).
+LOWEST, HIGHEST = (round(math.log(s / UNIT) / _LOG_RATIO) for s in (1e-9, 1e3))
+
+#: The most a latency.json may hold: 2,778 buckets at most are some 60 kB.
+MAX_BYTES = 4 * 2**20
 
 
 def buckets(seconds) -> np.ndarray:
@@ -219,27 +227,21 @@ class Histogram:
 
     @classmethod
     def from_json(cls, doc: dict, *, source: str = "") -> "Histogram":
-        if doc.get("format") != FORMAT:
+        """The histogram a ``latency.json`` document holds, every field checked (bucket indexes within
+        :data:`LOWEST`..:data:`HIGHEST`); damage is a :class:`ResultsError` naming ``source``."""
+        if type(doc) is not dict or doc.get("format") != FORMAT:
             raise ResultsError(f"{source} is not a benchlab latency histogram (no format {FORMAT!r})")
         version = doc.get("version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if type(version) is not int or version > FORMAT_VERSION:
             raise ResultsError(f"{source} was written by a newer benchlab (latency format version {version}): "
                                "upgrade benchlab (pip install -U benchlab) to read it")
         if doc.get("unit") != UNIT or doc.get("ratio") != RATIO:
             raise ResultsError(f"{source} has buckets of another size (unit {doc.get('unit')}, ratio "
                                f"{doc.get('ratio')}): it cannot be merged with this benchlab's")
-        # "index" and "counts": two lists, which become arrays at once; a {bucket: count} object ("buckets") too
-        try:
-            counts = (Buckets.of_arrays(doc["index"], doc["counts"]) if "index" in doc else
-                      Buckets.of({int(i): c for i, c in doc["buckets"].items()}))
-            histogram = cls(counts=counts, zeros=int(doc.get(ZERO, 0)), total=float(doc["sum"]),
-                            min=_nan(doc["min"]), max=_nan(doc["max"]), source=doc.get("source", ""))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsError(f"{source}: cannot read its buckets ({exc}): the file is damaged") from None
-        if histogram.count != doc["count"]:
-            raise ResultsError(f"{source}: its buckets hold {histogram.count} latencies, not the {doc['count']} "
-                               "it says: the file is damaged")
-        return histogram
+        # "index" and "counts": two lists, checked, then arrays at once; a {bucket: count} object ("buckets") too
+        index, counts, zeros, total, low, high = validate.histogram_doc(doc, source, LOWEST, HIGHEST)
+        return cls(counts=Buckets.of_arrays(index, counts), zeros=zeros, total=total, min=low, max=high,
+                   source=doc.get("source", ""))
 
     def save(self, directory: Path) -> Path:
         """Write ``directory/latency.json`` atomically (a temporary file, then a rename); return its path."""
@@ -254,11 +256,11 @@ def read(directory: str | Path | None) -> Histogram | None:
         return None
     path = os.path.join(directory, FILE)
     try:
-        doc = parse_json(path)
+        doc = parse_json(path, limit=MAX_BYTES)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise ResultsError(f"cannot read {path}: {exc}") from None
+        raise ResultsError(f"cannot read {path}: {why(exc)}") from None
     return Histogram.from_json(doc, source=path)
 
 
@@ -299,7 +301,3 @@ def read_off(index: np.ndarray, found: np.ndarray, totals: np.ndarray, qs: np.nd
 
 def _number(value: float):
     return None if math.isnan(value) else value
-
-
-def _nan(value) -> float:
-    return math.nan if value is None else float(value)

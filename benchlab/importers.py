@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from .errors import UsageError
+from .files import slug, under
 from .results import Run, save
 from .schema import SECONDS
 
@@ -24,7 +25,7 @@ def _params(server: str, scenario: str, driver: str, load: str, **values) -> dic
 def _store(record: Run, results_dir, raw_name: str, text: str) -> Run:
     """With ``results_dir``, keep the run (and the text it came from) where :func:`benchlab.load` finds it."""
     if results_dir is not None:
-        directory = Path(results_dir) / record.id
+        directory = under(results_dir, record.id)  # the id is a slug already; checked again, as every folder is
         directory.mkdir(parents=True, exist_ok=True)
         (directory / raw_name).write_text(text)
         save(record, directory)
@@ -55,7 +56,7 @@ def import_wrk(text: str, *, server: str, label: str | None = None, scenario: st
     if running:
         duration = float(running.group(1)) * SECONDS[running.group(2)]
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    run_id = f"import-{server}-{scenario}-r{repeat}-{digest}"
+    run_id = slug(f"import-{server}-{scenario}-r{repeat}-{digest}")
     record = Run(
         id=run_id,
         params=_params(server, scenario, "wrk", "duration", repeat=repeat, duration=duration,
@@ -88,7 +89,7 @@ def import_jtl(jtl: str | Path, *, server: str, label: str | None = None, scenar
         text = Path(jtl).read_text()
     metrics = parse(text)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    run_id = f"import-{server}-{scenario}-r{repeat}-{digest}"
+    run_id = slug(f"import-{server}-{scenario}-r{repeat}-{digest}")
     record = Run(
         id=run_id,
         params=_params(server, scenario, "jmeter", "count", repeat=repeat, users=users, loops=loops,

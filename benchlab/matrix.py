@@ -8,6 +8,7 @@ import random
 from . import factors as factor_specs
 from . import servers as server_names
 from .errors import UsageError
+from .files import slug
 from .spec import ORDERS, RunSpec, prepare
 
 
@@ -53,7 +54,8 @@ def load_tag(spec: RunSpec) -> str:
 
 def run_name(spec: RunSpec, repeat: int) -> str:
     """The run's directory name in a comparison: readable, and the same for the same cell and repeat."""
-    return f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-{spec.cell_key()[:8]}"
+    return slug(f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-"
+                f"{spec.cell_key()[:8]}")
 
 
 def check_repeats(repeats, *, auto: bool = False) -> None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from . import validate
 from .errors import ResultsError
-from .files import parse_json, write_atomic  # noqa: F401  (histogram and render write through them)
+from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
@@ -25,6 +26,9 @@ from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS
 
 FORMAT = "benchlab-run"
 FORMAT_VERSION = 2  # 2: the samples moved out of run.json into samples.json; version 1 kept them inline
+
+#: The most a run.json may hold: its samples are beside it, so a real one is some kilobytes.
+RUN_BYTES = 16 * 2**20
 
 _COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
 _EMPTY_ROW = dict.fromkeys(COLUMNS)
@@ -141,20 +145,29 @@ class Run:
 
     @classmethod
     def from_json(cls, doc: dict, *, source: str = "", directory: str | None = None) -> "Run":
-        if doc.get("format") != FORMAT:
+        """The run a ``run.json`` document describes, every field it uses checked first
+        (:func:`benchlab.validate.run_doc`); any damage is a :class:`ResultsError` naming ``source``."""
+        if type(doc) is not dict or doc.get("format") != FORMAT:
             raise ResultsError(f"{source} is not a benchlab run (no format {FORMAT!r})")
         version = doc.get("version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if type(version) is not int or version > FORMAT_VERSION:
             raise ResultsError(
                 f"{source} was written by a newer benchlab (format version {version}, this one reads up to "
                 f"{FORMAT_VERSION}): upgrade benchlab (pip install -U benchlab) to read it"
             )
-        doc = migrate(doc)
+        doc = migrate(doc, source)
+        validate.run_doc(doc, source)
         samples = doc.get("samples")
-        stored = Samples(os.path.join(directory or "", samples)) if isinstance(samples, str) else None
+        stored = None
+        if isinstance(samples, str):  # a file beside run.json, never a path: the run's folder is all it reads
+            stored = Samples(os.path.join(directory or "", validate.file_name(samples, source)))
+        elif samples is not None:  # format 1 kept them inline
+            if type(samples) is not list:
+                raise validate.damaged(source, f"its samples are {type(samples).__name__}, not a list or a file")
+            samples = validate.sample_rows(samples, (), source)[0]
         return cls(
             id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
-            samples=stored if stored is not None else tuple(map(tuple, samples or ())),
+            samples=stored if stored is not None else (samples or ()),
             counters=Counters(stored) if stored is not None else (), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
@@ -162,11 +175,11 @@ class Run:
         )
 
 
-def migrate(doc: dict) -> dict:
+def migrate(doc: dict, source: str = "") -> dict:
     """Bring an older format version up to :data:`FORMAT_VERSION`. Version 1 kept the samples inline, as a
     list, which :meth:`Run.from_json` still reads; nothing else changed."""
     if doc["version"] < 1:
-        raise ResultsError(f"format version {doc['version']} is older than any benchlab wrote")
+        raise ResultsError(f"{source}: format version {doc['version']} is older than any benchlab wrote")
     return doc
 
 
@@ -182,12 +195,13 @@ def save(run: Run, directory: Path) -> Path:
 
 
 def read(path: Path) -> Run:
-    path = path if isinstance(path, Path) else Path(path)  # find() gives Paths: parsing them again cost 0.1 s
+    """The run stored at ``path`` (a run.json), every field it uses checked; damage is a ResultsError."""
+    name = str(path)  # once: find() gives Paths, and each str() of one costs as much as a check
     try:
-        doc = parse_json(path)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read {path}: {exc}") from None
-    return Run.from_json(doc, source=str(path), directory=str(path.parent))
+        doc = parse_json(name, limit=RUN_BYTES)
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, digits beyond Python's limit
+        raise ResultsError(f"cannot read {name}: {why(exc)}") from None
+    return Run.from_json(doc, source=name, directory=os.path.dirname(name))
 
 
 def find(paths: Iterable[str | Path]) -> list[Path]:
@@ -238,8 +252,10 @@ def collector_paused():
             gc.enable()
 
 
-def load_runs(*paths: str | Path) -> list[Run]:
-    """Read every run under ``paths``; refuse an empty directory with a clear error."""
+def scan(*paths: str | Path, strict: bool = False) -> tuple[list[Run], list[str]]:
+    """``(runs, damaged)``: every good run under ``paths``, sorted, and one line per run.json that cannot be
+    read (each names its file and what is wrong). ``strict=True`` raises the first :class:`ResultsError`
+    instead. A folder that holds no run, or only damaged ones, is a ResultsError (the first damage's line)."""
     if not paths:
         from . import home
 
@@ -250,9 +266,41 @@ def load_runs(*paths: str | Path) -> list[Run]:
             f"no runs under {', '.join(str(p) for p in paths)}: run benchlab.run()/compare() with "
             "results_dir set there, or point at a directory that holds run.json files"
         )
+    runs, damaged, first = [], [], None
     with collector_paused():
-        runs = [read(f) for f in files]
+        for f in files:
+            try:
+                runs.append(read(f))
+            except ResultsError as exc:
+                if strict:
+                    raise
+                first = first or exc
+                damaged.append(str(exc).splitlines()[0])
+    if not runs:
+        more = f" (and {len(damaged) - 1} more damaged runs)" if len(damaged) > 1 else ""
+        raise ResultsError(f"{first}{more}")
     runs.sort(key=lambda r: (r.started_at or "", r.id))
+    return runs, damaged
+
+
+def warn_damaged(damaged: Sequence[str]) -> None:
+    """One warning for all the damaged runs, a line each: a notebook shows it once, above the results."""
+    if damaged:
+        import warnings
+
+        warnings.warn(f"{len(damaged)} damaged run(s) left out:\n" + "\n".join(damaged), ResultsWarning,
+                      stacklevel=3)
+
+
+class ResultsWarning(UserWarning):
+    """Some stored runs were damaged and left out; the good ones were read."""
+
+
+def load_runs(*paths: str | Path, strict: bool = False) -> list[Run]:
+    """Read every good run under ``paths``; warn once about the damaged ones (``strict=True``: raise the
+    first); refuse a directory without runs with a clear error."""
+    runs, damaged = scan(*paths, strict=strict)
+    warn_damaged(damaged)
     return runs
 
 

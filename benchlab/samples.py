@@ -12,7 +12,8 @@ import json
 from typing import Sequence
 
 from .errors import ResultsError
-from .files import parse_json
+from .files import parse_json, why
+from .validate import sample_rows
 from .schema import COUNTER_FIELDS, SAMPLE_FIELDS
 
 SAMPLES_FORMAT = "benchlab-samples"
@@ -60,17 +61,16 @@ class Samples(Sequence):
             try:
                 doc = parse_json(self.path)
             except (OSError, ValueError) as exc:
-                raise ResultsError(f"cannot read {self.path}: {exc}") from None
+                raise ResultsError(f"cannot read {self.path}: {why(exc)}") from None
             if not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT or not isinstance(doc.get("rows"), list):
                 raise ResultsError(f"{self.path} is not a benchlab samples file: the run is damaged")
             if not isinstance(doc.get("version"), int) or doc["version"] > SAMPLES_VERSION:
                 raise ResultsError(f"{self.path} was written by a newer benchlab (samples format version "
                                    f"{doc.get('version')}): upgrade benchlab (pip install -U benchlab) to read it")
             counters = doc.get("counters", [])
-            if not isinstance(counters, list) or not all(isinstance(row, list) for row in counters):
+            if not isinstance(counters, list):
                 raise ResultsError(f"{self.path}: its JVM counters are not a list of rows: the run is damaged")
-            self._counters = tuple(map(tuple, counters))
-            self._rows = tuple(map(tuple, doc["rows"]))
+            self._rows, self._counters = sample_rows(doc["rows"], counters, self.path)
         return self._rows
 
     def __getitem__(self, i):

@@ -134,6 +134,8 @@ FLAGS = {
                 "its throughput steady): the measurement may still include JIT compilation; warm longer (a fixed "
                 "warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",
+    # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
+    "damaged": "{line}",
 }
 
 #: What a published claim is judged to be from our runs (:func:`benchlab.claims.judge`), and what each

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from .results import Run, collector_paused, frame, load_runs
+from .errors import ResultsError
+from .results import Run, collector_paused, frame, scan, warn_damaged
 from .schema import SAMPLE_FIELDS, SPECTRUM
 
 
@@ -29,9 +30,15 @@ class Suite:
     #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
     precision: dict | None = None
 
-    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None):
+    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
+                 damaged: Iterable[str] = (), strict: bool = False):
         self.records: tuple[Run, ...] = tuple(runs)
         self.path = path
+        self.strict = strict
+        #: One line per damaged file (it names the file and what is wrong): run.json files left out when
+        #: loading, and latency.json or samples.json files found damaged when first read (their runs keep
+        #: their run.json figures). ``flags()`` shows each as a row, flag "damaged".
+        self.damaged: list[str] = list(damaged)
         self._histograms: tuple | None = None
         self.runs = frame(self.records)
         from .stats import pick_baseline
@@ -43,17 +50,36 @@ class Suite:
 
     def __repr__(self) -> str:
         ok = int((self.runs["status"] == "ok").sum())
-        return f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}>"
+        left = f", {len(self.damaged)} damaged file(s) left out" if self.damaged else ""
+        return (f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}"
+                f"{left}>")
 
     def __add__(self, other: "Suite | Iterable[Run]") -> "Suite":
         more = other.records if isinstance(other, Suite) else tuple(other)
-        return Suite([*self.records, *more], baseline=self.baseline)
+        damaged = [*self.damaged, *(other.damaged if isinstance(other, Suite) else ())]
+        return Suite([*self.records, *more], baseline=self.baseline, damaged=damaged)
+
+    def _each(self, read) -> list:
+        """``read(run)`` for every run; a damaged file gives None, a line in :attr:`damaged` and one warning
+        (strict: the ResultsError)."""
+        found, new = [], []
+        for record in self.records:
+            try:
+                found.append(read(record))
+            except ResultsError as exc:
+                if self.strict:
+                    raise
+                found.append(None)
+                new.append(str(exc).splitlines()[0])
+        self.damaged.extend(line for line in new if line not in self.damaged)
+        warn_damaged(new)
+        return found
 
     @property
     def samples(self):
         import pandas as pd
 
-        frames = [r.samples_frame() for r in self.records if r.samples]
+        frames = [f for f in self._each(lambda r: r.samples_frame() if r.samples else None) if f is not None]
         if not frames:
             return pd.DataFrame(columns=["id", "server", *SAMPLE_FIELDS])
         return pd.concat(frames, ignore_index=True)
@@ -65,7 +91,7 @@ class Suite:
             from .histogram import read
 
             with collector_paused():  # as for run.json: the parsed lists would make the collector walk the heap
-                self._histograms = tuple(read(r.directory) for r in self.records)
+                self._histograms = tuple(self._each(lambda r: read(r.directory)))
         return self._histograms
 
     @property
@@ -104,14 +130,27 @@ class Suite:
         return stats.table(self.runs, metric=metric, alpha=alpha)
 
     def flags(self):
-        """Noise and validity flags per run and per cell; see :func:`benchlab.flags.flags`."""
+        """Noise and validity flags per run and per cell (see :func:`benchlab.flags.flags`), and a row per
+        damaged file: level "run", flag "damaged", the line that names the file as its explanation."""
+        import pandas as pd
+
         from . import flags
+        from .schema import FLAGS
 
-        return flags.flags(self.runs)
+        found = flags.flags(self.runs)
+        if not self.damaged:
+            return found
+        rows = pd.DataFrame([{"level": "run", "flag": "damaged", "explanation": FLAGS["damaged"].format(line=line)}
+                             for line in self.damaged], columns=found.columns)
+        return pd.concat([found, rows], ignore_index=True) if len(found) else rows
 
 
-def load(*paths: str | Path, baseline: str | None = None) -> Suite:
+def load(*paths: str | Path, baseline: str | None = None, strict: bool = False) -> Suite:
     """Read one or more results directories back into a :class:`Suite`.
+
+    Every good run is read; each damaged one is left out and named, a line each, in one warning and in
+    ``flags()`` (flag "damaged"). ``strict=True`` raises the first damage as a ResultsError instead, here
+    or when a run's latency.json or samples.json is first read.
 
     Example
     -------
@@ -119,4 +158,8 @@ def load(*paths: str | Path, baseline: str | None = None) -> Suite:
     >>> benchlab.load("data/results").summary()   # doctest: +SKIP
     """
     with collector_paused():  # the frame too: 0.3 s less over 10,000 runs than pausing for the reading only
-        return Suite(load_runs(*paths), baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None)
+        runs, damaged = scan(*paths, strict=strict)
+        suite = Suite(runs, baseline=baseline, path=str(paths[0]) if len(paths) == 1 else None, damaged=damaged,
+                      strict=strict)
+    warn_damaged(damaged)
+    return suite

@@ -1,8 +1,32 @@
-"""What the command line prints: one run, and a suite's summary, per-run table, verdicts and flags."""
+"""What the command line prints: one run, and a suite's summary, per-run table, verdicts and flags.
+
+Everything printed goes through :func:`printable`: names, ids and errors come from stored files, which may
+come from anyone, and a terminal obeys the escape sequences in what it is sent.
+"""
 
 from __future__ import annotations
 
+import re
+
 from .formatting import ms as _ms  # one formatter for the terminal, the notebooks and the report
+
+# ESC sequences first (CSI such as cursor moves, OSC such as OSC 52's clipboard write, then any other ESC
+# pair), then what is left of C0 but newline and tab, DEL and C1 (of which 0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[PX^_][^\x1b\x9c]*"
+                      r"(?:\x1b\\|\x9c)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]", re.DOTALL)
+
+
+def printable(text: str) -> str:
+    r"""``text`` without control characters (C0 but newline and tab, DEL, C1) or escape sequences.
+
+    >>> printable("tomcat\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x1b[Hok\r\x9b31m!")
+    'tomcatok31m!'
+    """
+    return _CONTROL.sub("", text)
+
+
+def _print(text: str = "") -> None:
+    print(printable(str(text)))
 
 
 def _mib(value) -> str:
@@ -99,27 +123,30 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             shown[column] = shown[column].astype(float)
             shown.loc[latency, column] *= 1000.0
         shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
-        print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
-        print(warmup_line(suite.runs))
+        _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        _print(warmup_line(suite.runs))
         reached = getattr(suite, "precision", None)
         if reached:
-            print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+            _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
                   + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
                      "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
-        print()
-        print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
-        print()
-        print("per-run requests/s:")
-        print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
-        print()
+        _print()
+        _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
+        _print()
+        _print("per-run requests/s:")
+        _print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
+        _print()
         for verdict in suite.verdicts("rps")["verdict"]:
-            print("  " + verdict)
+            _print("  " + verdict)
         for verdict in suite.verdicts("p99")["verdict"]:
-            print("  " + verdict)
+            _print("  " + verdict)
         flags = suite.flags()
         if len(flags):
-            print()
-            print("flags:")
+            _print()
+            _print("flags:")
             for _, flag in flags.iterrows():
+                if flag["flag"] == "damaged":  # no run to name: the line names the file
+                    _print(f"  [damaged] {flag['explanation']}")
+                    continue
                 where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
-                print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+                _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")

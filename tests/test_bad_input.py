@@ -1,12 +1,14 @@
 """Every row of docs/bad-input.md, run as written: its one-line message, its exit code, and no trace left.
 
 A row's input is a command line (`benchlab ...`) or Python (`python: ...`). Each runs in a child process
-whose environment carries a marker, so any process it leaves behind is found by that marker, not by name.
+whose environment carries a marker, so any process it leaves behind is found by that marker, not by name;
+the rows that only read results (`benchlab show`, `benchlab.load`) start nothing, and run in this process.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -35,6 +37,10 @@ except benchlab.BenchlabError as exc:
     print("benchlab: error: " + str(exc).splitlines()[0], file=sys.stderr)
     sys.exit(exit_code(exc))
 """
+
+
+#: Rows that only read stored results: run in this process, since they start nothing.
+IN_PROCESS = ("benchlab show ", "python: benchlab.load(")
 
 
 def rows() -> list[tuple[str, str, str, int]]:
@@ -75,6 +81,7 @@ def scene(tmp_path):
                                              "      repeat: 2\n")
     (tmp_path / "list-parameters.yaml").write_text("- notebook: notebooks/compare.ipynb\n  parameters: [1, 2]\n")
     writer = ResultsWriter(tmp_path / "locked")  # another writer of {tmp}/locked: this test process
+    _damaged_results(tmp_path)
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
@@ -84,8 +91,70 @@ def scene(tmp_path):
     writer.release()
 
 
+def _damaged_results(tmp: Path) -> None:
+    """A folder per kind of damage the reading rows name, each made from one good stored run."""
+    from benchlab.histogram import Histogram
+    from benchlab.results import Run, save
+
+    good = Run(id="r1", params={"server": "s", "scenario": "hello"}, metrics={"rps": 100.0, "errors_timeout": 500},
+               metadata={}, samples=((0.25, "server", 95.0, 1e8),))
+
+    def stored(name: str, change=None) -> Path:
+        save(good, tmp / name / "r1")
+        Histogram.of([0.001, 0.002]).save(tmp / name / "r1")
+        doc = json.loads((tmp / name / "r1" / "run.json").read_text())
+        if change:
+            change(doc)
+            (tmp / name / "r1" / "run.json").write_text(json.dumps(doc))
+        return tmp / name / "r1"
+
+    stored("no-id", lambda doc: doc.pop("id"))
+    stored("metadata-text", lambda doc: doc.update(metadata="x"))
+    stored("rps-text", lambda doc: doc["metrics"].update(rps="fast"))
+    stored("running", lambda doc: doc.update(status="running"))
+    stored("rps-nan", lambda doc: doc["metrics"].update(rps=math.nan))
+    stored("rps-infinity", lambda doc: doc["metrics"].update(rps=math.inf))
+    stored("negative-errors", lambda doc: doc["metrics"].update(errors_connect=-500))
+    stored("samples-path", lambda doc: doc.update(samples="../../x"))
+    stored("samples-absolute", lambda doc: doc.update(samples="/etc/passwd"))
+    for name, index in (("big-bucket", 10**6), ("huge-bucket", 2**62)):
+        latency = stored(name) / "latency.json"
+        latency.write_text(json.dumps({**json.loads(latency.read_text()), "index": [index], "counts": [2]}))
+    for name, file in (("zero-link", "run.json"), ("latency-link", "latency.json")):
+        (stored(name) / file).unlink()
+        (tmp / name / "r1" / file).symlink_to("/dev/zero")
+    for name, file in (("fifo", "run.json"), ("latency-fifo", "latency.json"), ("samples-fifo", "samples.json")):
+        (stored(name) / file).unlink()
+        os.mkfifo(tmp / name / "r1" / file)
+    for run_id in ("a", "b"):
+        stored("all-damaged", lambda doc: doc.pop("id"))
+        os.rename(tmp / "all-damaged" / "r1", tmp / "all-damaged" / run_id)
+
+
+def _in_process(text: str, results: Path, monkeypatch, capsys) -> tuple[int, str]:
+    """A reading row, run here: the command line's main, or the Python with the PYTHON wrapper's handling."""
+    import benchlab
+    from benchlab.cli import exit_code, main
+
+    monkeypatch.setenv("BENCHLAB_RESULTS", str(results))
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    try:
+        if text.startswith("benchlab "):
+            code = main(shlex.split(text.removeprefix("benchlab ")))
+        else:
+            exec(text.removeprefix("python: "), {"benchlab": benchlab})
+            code = 0
+    except benchlab.BenchlabError as exc:
+        print("benchlab: error: " + str(exc).splitlines()[0], file=sys.stderr)
+        code = exit_code(exc)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("number, given, message, code", rows(), ids=[f"row{r[0]}" for r in rows()])
-def test_bad_input(scene, tmp_path, number, given, message, code):
+def test_bad_input(scene, tmp_path, monkeypatch, capsys, number, given, message, code):
     results = tmp_path / "results"
     reports = ROOT / "data" / "reports"
     reports_before = _files(reports) if reports.exists() else set()
@@ -100,11 +169,17 @@ def test_bad_input(scene, tmp_path, number, given, message, code):
     marker = uuid.uuid4().hex
     env = {**os.environ, "BENCHLAB_RESULTS": str(results), "BENCHLAB_TEST_MARK": marker}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+    if text.startswith(IN_PROCESS):
+        returncode, stderr = _in_process(text, results, monkeypatch, capsys)
+    else:
+        env = {**os.environ, "BENCHLAB_RESULTS": str(results), "BENCHLAB_TEST_MARK": marker}
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+        returncode, stderr = done.returncode, done.stderr
 
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == code, (done.returncode, done.stderr)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, f"one line expected, got: {done.stderr}"
+    assert "Traceback" not in stderr, stderr
+    assert returncode == code, (returncode, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"one line expected, got: {stderr}"
     said = re.sub(r"^(benchlab|benchlab \w+): error: ", "", lines[0])
     expected = message
     for name, value in scene.items():

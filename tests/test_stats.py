@@ -314,7 +314,7 @@ def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
     runs = frame(rows)
     assert flags.runs_flags(runs) == [flags.run_flags(row) for _, row in runs.iterrows()]
     assert {flag for found in flags.runs_flags(runs) for flag, _ in found} == set(flags.FLAGS) - {
-        "high_cv", "tail_unstable", "all_failed"}, "the frame is varied enough to raise every run flag"
+        "high_cv", "tail_unstable", "all_failed", "damaged"}, "the frame is varied enough to raise every run flag"
 
 
 def test_large_cells_without_ties_use_the_normal_approximation():
