@@ -214,6 +214,7 @@ def test_the_verified_table_counts_what_each_server_said():
 
 # --- real servers ------------------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_java_setting_runs_that_jdk_and_the_server_confirms_it(tmp_path):
     run = benchlab.run("spring-jetty@java25", "hello", results_dir=tmp_path, **SHORT)
     assert run.metadata["backend"]["argv"][0] == JDK25
@@ -222,6 +223,7 @@ def test_a_java_setting_runs_that_jdk_and_the_server_confirms_it(tmp_path):
     assert run.to_frame()["java_major"].tolist() == [25]
 
 
+@pytest.mark.integration
 def test_tomcat_on_java_25_runs_requests_on_virtual_threads_only_when_asked(tmp_path):
     """Needs the /info of the java branch (key 'virtual'): without it this fails, it does not skip."""
     suite = benchlab.compare(["spring-tomcat"], ["hello"], repeats=1, factors={"virtual_threads": [False, True],
@@ -239,6 +241,7 @@ def test_tomcat_on_java_25_runs_requests_on_virtual_threads_only_when_asked(tmp_
     assert checks["spring-tomcat+vt@java25"] == {"java": "ok", "virtual_threads": "ok"}
 
 
+@pytest.mark.integration
 def test_aot_starts_from_a_cache_trained_with_requests_and_a_cache_it_cannot_use_fails_the_start(tmp_path):
     run = benchlab.run("spring-undertow+aot@java25", "hello", results_dir=tmp_path / "ok", **SHORT)
     argv = run.metadata["backend"]["argv"]
@@ -256,6 +259,7 @@ def test_aot_starts_from_a_cache_trained_with_requests_and_a_cache_it_cannot_use
     assert refused.returncode != 0, refused.stderr
 
 
+@pytest.mark.integration
 def test_a_setting_the_server_did_not_take_fails_the_run_naming_asked_and_got(tmp_path, monkeypatch):
     """_JAVA_OPTIONS is read after the command line, so it overrides -Xmx: what verification is for.
     Needs the /info of the java branch (key 'heap_max_bytes')."""
@@ -268,6 +272,7 @@ def test_a_setting_the_server_did_not_take_fails_the_run_naming_asked_and_got(tm
     assert record.metadata["settings"][0]["status"] == "mismatch"
 
 
+@pytest.mark.integration
 def test_server_cpus_as_a_factor_runs_the_server_on_one_core_here(tmp_path):
     """This machine has 2 cores: one for the server, the other for the load (more in the README)."""
     suite = benchlab.compare(["spring-jetty"], ["hello"], repeats=1, factors={"server_cpus": ["0"]},
