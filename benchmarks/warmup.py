@@ -106,7 +106,19 @@ def main() -> None:
     parser.add_argument("--long", type=float, default=300.0, help="the long warm-up, seconds")
     parser.add_argument("--aot", action="store_true", help="also run each server with +aot (Java 25's AOT cache)")
     parser.add_argument("--curves", help="write every fork's curve (rps, compile time per slice) to this JSON file")
+    parser.add_argument("--again", metavar="CURVES", help="run nothing: judge the forks of a --curves file again "
+                                                           "(the JIT-quiet time and false calls by today's rule)")
     args = parser.parse_args()
+    if args.again:
+        forks = json.loads(Path(args.again).read_text())
+        for fork in forks:
+            fork["quiet_s"] = warmup.quiet_since(fork["curve"])
+            fork["false_steady"] = bool(fork["auto_warm"]) and (fork["quiet_s"] is None
+                                                                or fork["quiet_s"] > fork["auto_s"] + 1e-6)
+        servers = list(dict.fromkeys(f["server"] for f in forks))
+        print(f"{len(forks)} forks of {Path(args.again).name}, judged again")
+        report(servers, forks, long=args.long, aot=args.aot)
+        return
 
     servers = args.servers.split(",")
     if args.aot:
@@ -129,21 +141,30 @@ def main() -> None:
                   + ("  FALSE STEADY CALL" if fork["false_steady"] else ""), flush=True)
     if args.curves:
         Path(args.curves).write_text(json.dumps(forks, indent=1))
+    report(servers, forks, long=args.long, aot=args.aot)
+
+
+def report(servers: list[str], forks: list[dict], *, long: float, aot: bool) -> None:
+    for fork in forks:
+        quiet = fork["quiet_s"] if fork["quiet_s"] is not None else float("nan")
+        print(f"  {fork['server']:24} auto {fork['auto_s']:5.0f} s (warm: {fork['auto_warm']}, {fork['class']}) "
+              f"{fork['auto_rps']:>9,.0f} req/s | JIT quiet at {quiet:5.0f} s | after {long:.0f} s "
+              f"{fork['long_rps']:>9,.0f} req/s" + ("  FALSE STEADY CALL" if fork["false_steady"] else ""))
     print()
-    print(f"{'server':24} {'JIT quiet':>9} {'auto took':>9} {'auto rps':>9} {f'{args.long:.0f} s rps':>9}  "
-          f"false steady calls")
+    print(f"{'server':24} {'JIT quiet':>9} {'auto took':>9} {'auto rps':>9} {f'{long:.0f} s rps':>9}  "
+          f"false steady calls, not warm at the limit")
     for server in servers:
         mine = [f for f in forks if f["server"] == server]
         quiet = [f["quiet_s"] for f in mine if f["quiet_s"] is not None]
         print(f"{server:24} {statistics.median(quiet) if quiet else math.nan:>8.0f}s "
               f"{statistics.median(f['auto_s'] for f in mine):>8.0f}s "
               f"{statistics.mean(f['auto_rps'] for f in mine):>9,.0f} {statistics.mean(f['long_rps'] for f in mine):>9,.0f}"
-              f"  {sum(f['false_steady'] for f in mine)} of {len(mine)}")
+              f"  {sum(f['false_steady'] for f in mine)} of {len(mine)}, {sum(not f['auto_warm'] for f in mine)}")
     print()
     for server in servers:
         mine = [f for f in forks if f["server"] == server]
-        print(line(f"{server} auto / {args.long:.0f} s rps", [f["auto_rps"] / f["long_rps"] for f in mine], 0.97))
-    if args.aot:
+        print(line(f"{server} auto / {long:.0f} s rps", [f["auto_rps"] / f["long_rps"] for f in mine], 0.97))
+    if aot:
         aot_lines(servers, forks)
     false = sum(f["false_steady"] for f in forks)
     print(f"false steady calls: {false} of {len(forks)} forks (goal: none)")
