@@ -114,23 +114,31 @@ BUSY_CPU = 50.0   # % of a core: a load tool this busy is sending
 
 def idle(samples: Iterable[Sequence]) -> float | None:
     """The longest time (s) the server sat below :data:`IDLE_CPU` while the load tool was above
-    :data:`BUSY_CPU`: a server that stalls (seen here: Undertow near 0% while wrk spun at 96%, its
+    :data:`BUSY_CPU` with its read bytes still growing: a server that stalls (seen here: Undertow near 0% while wrk spun at 96%, its
     throughput falling from 28k to 5k req/s). None without both roles' CPU samples.
 
     >>> rows = [(t / 4, "server", 0.0 if 4 <= t < 16 else 95.0, 1, 0) for t in range(20)]
-    >>> rows += [(t / 4, "load", 96.0, 1, 0) for t in range(20)]
+    >>> rows += [(t / 4, "load", 96.0, 1, 1000 * t) for t in range(20)]
     >>> idle(rows)
     3.0
+    >>> report = [(t / 4, "load", 100.0, 1, 1000 * min(t, 4)) for t in range(20)]  # busy, nothing read
+    >>> idle([r for r in rows if r[1] == "server"] + report)  # only the one quarter second the bytes still moved
+    0.25
     """
     server: dict[float, float] = {}
     load: dict[float, float] = {}
-    for s in samples:
+    last_io = None
+    for s in sorted(samples, key=lambda s: s[0]):
         if s[2] is None:
             continue
         if s[1] == "server":
             server[s[0]] = s[2]
         elif s[1] == "load":
-            load[s[0]] = s[2]
+            io = s[4] if len(s) > 4 else None
+            # Busy means sending: wrk spends its last seconds at 100% CPU on its report, with nothing moving.
+            moving = io is None or last_io is None or io > last_io
+            load[s[0]] = s[2] if moving else 0.0
+            last_io = io if io is not None else last_io
     if not server or not load:
         return None
     load_times = sorted(load)
