@@ -97,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
     Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
     Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. "
-           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, "
+           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
            "server_cpus)", aliases=("--factor",)),
     Option("results_dir", "text", "both", "where results are stored (default data/results)"),
     Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),

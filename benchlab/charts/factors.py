@@ -39,7 +39,7 @@ def interaction(runs: "pd.DataFrame", factor: str, *, metric: str = "rps",
     Parameters
     ----------
     runs : the tidy runs frame of a comparison with ``factors``
-    factor : the factor drawn on the x axis: virtual_threads, max_threads, gc, heap, java or server_cpus
+    factor : the factor drawn on the x axis: virtual_threads, max_threads, gc, heap, aot, java or server_cpus
     metric : a numeric column, "rps" by default
     note : the subtitle; by default :func:`describe` of ``runs``
 
