@@ -70,9 +70,6 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         # Only this run's folder is removed; a parent made for it goes only while empty, since another
         # process may have stored its own run there meanwhile.
         shutil.rmtree(run_dir, ignore_errors=True)
-        if base in made:  # a results_dir made for this run holds nothing but its lock: it goes too
-            writer.release()
-            (base / locks.RESULTS_LOCK).unlink(missing_ok=True)
         for parent in made:
             try:
                 parent.rmdir()
@@ -153,6 +150,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
+    base.mkdir(parents=True, exist_ok=True)
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     try:
         for index, (repeat, spec) in enumerate(runs):

@@ -1,8 +1,9 @@
 """Locks between benchlab processes, and what else ran on a run's cores.
 
 One writer per results directory
-    ``results_dir/.benchlab.lock``, held with ``flock`` (non-blocking) by the process that writes runs
-    there, its PID written in it. A second ``compare()``/``run()`` into the same directory is refused at
+    a file named after the resolved ``results_dir`` in the machine's lock folder (:func:`results_lock`, so
+    the results_dir itself gets no file of benchlab's), held with ``flock`` (non-blocking) by the process
+    that writes runs there, its PID written in it. A second ``compare()``/``run()`` into the same directory is refused at
     once, naming that PID: two writers deleted each other's unfinished runs and ran the same cells twice.
     Readers (``load``, ``show``) take no lock and never wait. The file stays when the writer ends (removing
     it would let a third writer lock a new file while a second still holds the old one); the kernel drops
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-RESULTS_LOCK = ".benchlab.lock"
+RESULTS_LOCK = "results-{key}.lock"  # in the machine's lock folder: a results_dir gets no file of benchlab's own
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -57,8 +58,8 @@ class ResultsWriter:
     :class:`UsageError` naming the PID that holds it when another process does."""
 
     def __init__(self, directory: Path):
-        directory.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(directory / RESULTS_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        self.path = results_lock(directory)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -78,6 +79,15 @@ class ResultsWriter:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def results_lock(directory: Path) -> Path:
+    """The lock file of ``directory``: named by its resolved path, kept beside the core locks, so a run that
+    fails leaves nothing in a results_dir and the lock does not travel with a copied folder."""
+    import hashlib
+
+    key = hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:24]
+    return _cores_folder() / RESULTS_LOCK.format(key=key)
 
 
 def _cores_folder() -> Path:

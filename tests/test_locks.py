@@ -40,7 +40,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
         child.kill()
         child.wait()
     with locks.ResultsWriter(tmp_path):  # the kernel dropped the dead holder's lock
-        assert (tmp_path / locks.RESULTS_LOCK).read_text() == f"{os.getpid()}\n"
+        assert locks.results_lock(tmp_path).read_text() == f"{os.getpid()}\n"
     locks.ResultsWriter(tmp_path).release()
 
 
