@@ -33,6 +33,11 @@ RUN_BYTES = 16 * 2**20
 _COLUMN_SET = frozenset(COLUMNS)  # row() asks "is this key a column?" ~50 times a run: a set, not the tuple
 _EMPTY_ROW = dict.fromkeys(COLUMNS)
 
+def _mapping(value) -> Mapping:
+    """``value`` if it is a mapping, else an empty one: a metadata section read from elsewhere may be anything."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _frozen(value):
     if isinstance(value, dict):
         return {k: _frozen(v) for k, v in value.items()}
@@ -91,17 +96,17 @@ class Run:
             row["jvm_opts"] = " ".join(row["jvm_opts"])
         metrics = self.metrics
         row.update({k: v for k, v in metrics.items() if k in _COLUMN_SET})
-        server = self.metadata.get("server", {})
+        server = _mapping(self.metadata.get("server"))
         row.update(
             id=self.id, suite=self.suite, label=self.label, status=self.status, error=self.error,
             started_at=self.started_at, finished_at=self.finished_at,
             server_impl=server.get("server"), server_version=server.get("server_version"),
-            java_version=server.get("java_version") or self.metadata.get("java", {}).get("version"),
+            java_version=server.get("java_version") or _mapping(self.metadata.get("java")).get("version"),
         )
         row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status == "ok"
                                else None)
-        row["accept_queue"] = (self.metadata.get("accept_queue") or {}).get("value")
-        row["somaxconn"] = self.metadata.get("network", {}).get("somaxconn")
+        row["accept_queue"] = _mapping(self.metadata.get("accept_queue")).get("value")
+        row["somaxconn"] = _mapping(self.metadata.get("network")).get("somaxconn")
         return row
 
     def to_frame(self):

@@ -180,7 +180,9 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert html.index("wrk-undertow-rps") < html.index("The wrk experiment: ratios to the baseline")
     assert "Not testable here: no finished run of spring-undertow" in html
     judged = dict(rows)["jmeter-100x1000-jetty"]
-    assert "not testable here" not in judged or "generator" in judged, "Jetty and Tomcat ran at 100 users: judged"
+    # Jetty and Tomcat ran at 100 users, so the claim is judged, unless a run could not judge it: the load tool
+    # was the bottleneck, or (a 1 s warm-up) the JVM's counters show its JIT compiling in the measured window.
+    assert "not testable here" not in judged or "generator" in judged or "JIT was still compiling" in judged, judged
     text = text_of(done.ipynb)
     assert "count claims get a different verdict with another driver" in text
     specs = charts_in(done.ipynb)
@@ -238,41 +240,49 @@ def test_a_report_refuses_bad_parameters_before_any_kernel_starts(parameters, me
     assert not out.exists() and not out.with_suffix(".html").exists(), "nothing is written"
 
 
-def test_report_command_exits_non_zero_and_names_the_cell(tmp_path):
+def test_report_command_refuses_an_unknown_server_before_the_kernel_starts(tmp_path):
+    # A server is checked by the option's own rule before papermill starts a kernel (it used to fail in
+    # a cell, with a report written): one line, exit 2, nothing written.
     out = tmp_path / "bad.ipynb"
     done = subprocess.run([sys.executable, "-m", "benchlab", "report", str(NOTEBOOKS / "sweep.ipynb"),
                            "-p", "connections", "16,64", "-p", "servers", "nosuch-server", "-o", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert done.returncode == 1
-    line = [x for x in done.stderr.splitlines() if x.startswith("benchlab: error:")]
-    assert len(line) == 1 and "unknown server 'nosuch-server'" in line[0]
-    assert "[In " in line[0] and "Traceback" not in done.stderr
-    assert out.exists() and out.with_suffix(".html").exists()
+    assert done.returncode == 2, done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "unknown server 'nosuch-server'" in lines[0] and "Traceback" not in done.stderr
+    assert not out.exists() and not out.with_suffix(".html").exists()
 
 
-def test_batch_runs_every_entry_in_order_and_reports_failures(stored_runs, tmp_path):
-    batch = tmp_path / "batch.yaml"
-    batch.write_text(f"""
+def test_batch_runs_every_entry_in_order_and_refuses_a_bad_one_before_any_kernel(stored_runs, tmp_path):
+    good = f"""
 defaults:
   run: false
   results_dir: {stored_runs}
 reports:
   - notebook: {NOTEBOOKS / "compare.ipynb"}
     output: {tmp_path / "first.ipynb"}
-  - notebook: {NOTEBOOKS / "compare.ipynb"}
-    parameters: {{run: true, servers: [nosuch-server]}}
-    output: {tmp_path / "second.ipynb"}
   - notebook: {NOTEBOOKS / "sweep.ipynb"}
     output: {tmp_path / "third.ipynb"}
-""")
+"""
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(good)
     done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(batch)], capture_output=True, text=True,
                           timeout=600, cwd=ROOT)
-    assert done.returncode == 1, done.stderr
-    assert "[1/3]" in done.stdout and "[3/3]" in done.stdout and "2 report(s) written, 1 failed" in done.stdout
-    assert "unknown server 'nosuch-server'" in done.stdout
-    for name in ("first", "second", "third"):
+    assert done.returncode == 0, done.stderr
+    assert "[1/2]" in done.stdout and "[2/2]" in done.stdout
+    for name in ("first", "third"):
         assert (tmp_path / f"{name}.ipynb").exists() and (tmp_path / f"{name}.html").exists()
     assert errors(tmp_path / "first.ipynb") == [] and errors(tmp_path / "third.ipynb") == []
+    # An entry with a bad option is refused before any kernel starts, and no entry runs.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.replace(f"  - notebook: {NOTEBOOKS / 'sweep.ipynb'}", f"""  - notebook: {NOTEBOOKS / 'compare.ipynb'}
+    parameters: {{run: true, servers: [nosuch-server]}}
+    output: {tmp_path / "second.ipynb"}
+  - notebook: {NOTEBOOKS / 'sweep.ipynb'}""").replace("first.ipynb", "again.ipynb"))
+    done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(bad)], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 2 and "report 2" in done.stderr and "unknown server 'nosuch-server'" in done.stderr
+    assert not (tmp_path / "second.ipynb").exists() and not (tmp_path / "again.ipynb").exists()
 
 
 def test_the_example_batch_reads():

@@ -37,6 +37,8 @@ def test_the_reader_agrees_with_jcmd_on_compile_time_and_gc_counts(tmp_path, jar
         # Some load, so that the JIT compiles and the young generation collects.
         drivers.execute(drivers.tool("wrk"), instance.url, spec.scenario, warmup._warming_load(spec.load, 3.0),
                         cpus=spec.load_cpus, workdir=tmp_path, phase="warmup")
+        # A collection for sure: the young generation of a 24 GiB machine's default heap may not fill in 3 s.
+        subprocess.run(["jcmd", str(instance.process.pid), "GC.run"], capture_output=True, timeout=60)
         before = jvm.read()
         theirs = _jcmd(instance.process.pid)
         after = jvm.read()
@@ -49,7 +51,7 @@ def test_the_reader_agrees_with_jcmd_on_compile_time_and_gc_counts(tmp_path, jar
     assert before["compile_s"] > 1.0, "the JIT compiled for more than a second under load"
     collections = sum(v for k, v in theirs.items() if re.fullmatch(r"sun\.gc\.collector\.\d+\.invocations", k))
     assert before["gc_count"] <= collections <= after["gc_count"], (before["gc_count"], collections)
-    assert before["gc_count"] >= 1, "the load made the young generation collect"
+    assert before["gc_count"] >= 1, "the collection asked for is counted"
     assert before["compiles"] <= theirs["sun.ci.totalCompiles"] <= after["compiles"]
     assert jvm.collectors and jvm.collectors[0].startswith("Serial"), "one pinned core: the JVM picks SerialGC"
 
