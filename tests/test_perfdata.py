@@ -86,7 +86,9 @@ def test_a_run_stores_the_jvm_counters_and_flags_a_compiling_measurement(tmp_pat
     assert len(stored.counters) >= 10 and list(stored.counters) == [tuple(c) for c in run.counters]
     flags = again.flags()
     assert "jit_active" in flags["flag"].tolist()
-    claims_blocked = benchlab.claims.BLOCKING
+    from benchlab import claims
+
+    claims_blocked = claims.BLOCKING
     assert "jit_active" in claims_blocked and "gc_heavy" in claims_blocked and "server_idle" in claims_blocked
 
 
