@@ -156,6 +156,23 @@ def _make_cds(jar: Path, directory: Path, java: str) -> None:
         raise BuildError(f"the CDS training run wrote no archive; see {directory / 'training.log'}")
 
 
+def _made_once(jar: Path, java_path: str, kind: str, make, *, salt: str = "") -> Path:
+    """The folder ``target/<kind>-<key>/`` beside ``jar`` holding what ``make(jar, folder, java)`` makes, keyed
+    by the jar's bytes, ``java -version`` and ``salt``; made once, under a lock another process may hold."""
+    digest = hashlib.sha256(jar.read_bytes())
+    digest.update(_java_version(java_path).encode())
+    digest.update(salt.encode())
+    directory = jar.parent / f"{kind}-{digest.hexdigest()[:16]}"
+    done = directory / ".complete"
+    with open(jar.parent / f"{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be making the same one
+        if not done.exists():
+            began = time.monotonic()
+            make(jar, directory, java_path)
+            done.write_text(f"{time.monotonic() - began:.1f} s to make\n")
+    return directory
+
+
 def prepare_cds(server, java: str = "java") -> Cds:
     """The CDS archive of a built-in server's jar for this ``java``, made on first use and then reused.
 
@@ -178,16 +195,7 @@ def prepare_cds(server, java: str = "java") -> Cds:
     if memo in _PREPARED and (_PREPARED[memo].archive is None or Path(_PREPARED[memo].archive).exists()):
         return _PREPARED[memo]
     try:
-        digest = hashlib.sha256(jar.read_bytes())
-        digest.update(_java_version(java_path).encode())
-        directory = jar.parent / f"cds-{digest.hexdigest()[:16]}"
-        done = directory / ".complete"
-        with open(jar.parent / f"{directory.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be making the same archive
-            if not done.exists():
-                began = time.monotonic()
-                _make_cds(jar, directory, java_path)
-                done.write_text(f"{time.monotonic() - began:.1f} s to make\n")
+        directory = _made_once(jar, java_path, "cds", _make_cds)
         prepared = Cds(jar=str(directory / jar.name), archive=str(directory / "app.jsa"))
     except (OSError, subprocess.SubprocessError, BenchlabError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -210,9 +218,7 @@ AOT_RECIPE = "1"  # part of the cache's key: a change of the training makes a ne
 def _train_aot(jar: Path, directory: Path, java: str) -> None:
     """Extract ``jar`` into ``directory``, start it with ``-XX:AOTCacheOutput``, send it real requests with
     wrk, stop it: the JVM writes the cache as it exits (JEP 514's one step; JEP 515 adds the profiles)."""
-    import http.client
-
-    from .backends.base import free_port
+    from .backends.base import free_port, wait_ready
 
     shutil.rmtree(directory, ignore_errors=True)
     extract = [java, "-Djarmode=tools", "-jar", str(jar), "extract", "--destination", str(directory)]
@@ -229,18 +235,8 @@ def _train_aot(jar: Path, directory: Path, java: str) -> None:
         log.flush()
         server = process.start(argv, stdout=log, stderr=log)
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                    conn.request("GET", "/info")
-                    conn.getresponse().read()
-                    conn.close()
-                    break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise BuildError(f"the AOT training server did not start; see {log_path}") from None
-                    time.sleep(0.05)
+            wait_ready(f"http://127.0.0.1:{port}/info", timeout=120, alive=lambda: server.poll() is None,
+                       on_exit=lambda: BuildError(f"the AOT training server did not start; see {log_path}"))
             for path in AOT_TRAINING_PATHS:
                 trained = process.run([wrk, "-t1", "-c32", f"-d{AOT_TRAINING_SECONDS:g}s",
                                        f"http://127.0.0.1:{port}{path}"], timeout=AOT_TRAINING_SECONDS + 60)
@@ -265,15 +261,9 @@ def prepare_aot(server, java: str = "java") -> Cds:
         raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")
     jar = Path(server.jar)
     java_path = shutil.which(java) or java
-    digest = hashlib.sha256(jar.read_bytes())
-    digest.update(_java_version(java_path).encode())
-    digest.update(AOT_RECIPE.encode())
-    directory = jar.parent / f"aot-{digest.hexdigest()[:16]}"
-    done = directory / ".complete"
-    with open(jar.parent / f"{directory.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be training the same cache
-        if not done.exists():
-            began = time.monotonic()
-            _train_aot(jar, directory, java_path)
-            done.write_text(f"{time.monotonic() - began:.1f} s to train\n")
-    return Cds(jar=str(directory / jar.name), archive=str(directory / "app.aot"))
+    stat = jar.stat()
+    memo = ("aot", str(jar), stat.st_mtime_ns, stat.st_size, str(Path(java_path).resolve()))
+    if memo not in _PREPARED or not Path(_PREPARED[memo].archive).exists():  # hashing the jar each run cost more
+        directory = _made_once(jar, java_path, "aot", _train_aot, salt=AOT_RECIPE)
+        _PREPARED[memo] = Cds(jar=str(directory / jar.name), archive=str(directory / "app.aot"))
+    return _PREPARED[memo]
