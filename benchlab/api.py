@@ -150,8 +150,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
-    base.mkdir(parents=True, exist_ok=True)
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
+    base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer makes nothing
     try:
         for index, (repeat, spec) in enumerate(runs):
             if by_precision and index and repeat != runs[index - 1][0] and repeat > 2:

@@ -41,6 +41,7 @@ _NONE = type(None)
 _NUMBER_TYPES, _TEXT_TYPES = frozenset((int, float, _NONE)), frozenset((str, _NONE))
 _SCALAR_TYPES, _CONTAINERS = frozenset((str, int, float, bool, _NONE)), frozenset((dict, list, _NONE))
 _INTS, _DICTS = frozenset((int,)), frozenset((dict,))
+_LISTS = frozenset((list, _NONE))
 
 
 def damaged(source: str, what: str) -> ResultsError:
@@ -103,7 +104,7 @@ def _fine(doc: dict) -> bool:
     if not _CONTAINERS.issuperset(map(type, containers)):
         return False
     server, java, queue, network, cpu, system, warmup = (part or _EMPTY for part in parts)
-    cores = [*(params.get("server_cpus") or ()), *(params.get("load_cpus") or ())]
+    cores = [*_listed(params.get("server_cpus")), *_listed(params.get("load_cpus"))]
     numbers = list(map(metrics.get, _METRIC_NUMBERS))
     numbers += map(params.get, _PARAM_NUMBERS)
     numbers += (queue.get("value"), network.get("somaxconn"), cpu.get("logical_cpus"), system.get("memory_bytes"),
@@ -112,8 +113,8 @@ def _fine(doc: dict) -> bool:
     texts += map(doc.get, _TEXT_FIELDS)
     texts += map(server.get, _SERVER_TEXT)
     texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"),
-              *(params.get("jvm_opts") or ()), *doc.get("files", ()))
-    objects = [*(warmup.get("slices") or ()), *(metadata.get("settings") or ())]
+              *_listed(params.get("jvm_opts")), *_listed(doc.get("files")))
+    objects = [*_listed(warmup.get("slices")), *_listed(metadata.get("settings"))]
     present = list(filter(None, numbers))  # drops None and zeros, which are fine
     rps, drift, pause = metrics.get("rps"), metrics.get("drift"), params.get("warmup")
     return (_NUMBER_TYPES.issuperset(map(type, numbers)) and _TEXT_TYPES.issuperset(map(type, texts))
@@ -122,10 +123,16 @@ def _fine(doc: dict) -> bool:
             and _INTS.issuperset(map(type, cores)) and _DICTS.issuperset(map(type, objects))
             and type(warmup.get("slices", [])) is list and type(metadata.get("settings", [])) is list
             and type(params.get("jvm_opts", [])) is list
+            and _LISTS.issuperset(map(type, (params.get("server_cpus"), params.get("load_cpus"), doc.get("files"))))
             and (status != "ok" or type(rps) in (int, float) and rps == rps)  # and >= 0, finite: above
             and (drift is None or type(drift) in (int, float) and -_INF < drift < _INF)
             and type(metrics.get("warm")) in (bool, _NONE) and type(warmup.get("steady")) in (bool, _NONE)
             and (pause == "auto" or type(pause) in _NUMBER_TYPES and (pause is None or 0 <= pause < _INF)))
+
+
+def _listed(value) -> list | tuple:
+    """``value`` when it is a list, else nothing to unpack: the type checks of :func:`_fine` say no to it."""
+    return value if type(value) is list else ()
 
 
 def _explain(doc: dict, source: str) -> None:
