@@ -11,7 +11,7 @@ from . import precision as precision_rule
 from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
 from .files import slug, under
 from .matrix import load_tag, matrix, run_name, suite_id
-from .measure import failed, measure, new_run_id, now
+from .measure import failed, fork, measure, new_run_id, now
 from .results import Run
 from .spec import RESTARTS, RunSpec, keywords, prepare, results_home
 
@@ -81,7 +81,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
 
 @keywords
-def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, precision=0.03,
+def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, iterations=1,
+            precision=0.03,
             max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
@@ -102,6 +103,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     servers : the servers to compare; the first is the baseline unless ``baseline`` names another
     scenarios, connections : lists; with ``load="count"`` pair ``users`` and ``loops`` lists instead, and
         with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep
+    iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
+        warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
+        (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
+        fork-to-fork and window-to-window spread apart (:func:`benchlab.stats.components`).
     order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
     repeats : a number, or "auto": interleaved rounds are added until every rps ratio to the baseline (a
         lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
@@ -127,6 +132,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     from .progress import Progress
     from .suite import Suite
 
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise UsageError(f"iterations must be a whole number of 1 or more, not {iterations!r}")
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
     by_precision = repeats == precision_rule.AUTO
@@ -146,7 +153,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     base = results_home(results_dir)
     if results_dir is None:
         base = base / f"compare-{suite}"
-    bar = Progress([spec.load.warmup_seconds + spec.load.planned_seconds for _, spec in runs], enabled=progress)
+    bar = Progress([spec.load.warmup_seconds + iterations * spec.load.planned_seconds for _, spec in runs],
+                   enabled=progress)
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
@@ -158,24 +166,29 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                 reached = precision_rule.enough(records, baseline or names[0], precision)
                 if reached:  # a whole round is done and every ratio is known well enough
                     break
-            run_id = run_name(spec, repeat)
-            run_dir = under(base, run_id)
-            previous = _finished(run_dir / "run.json")
-            if previous is not None:
-                records.append(previous)
+            windows = _windows(base, run_name(spec, repeat), iterations)
+            previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
+            if all(p is not None for p in previous):
+                records.extend(previous)
                 if on_run:
-                    on_run(previous)
+                    for p in previous:
+                        on_run(p)
                 bar.finish(ran=False)
                 continue
-            if run_dir.exists():  # an unfinished or failed attempt: start that run again, clean
-                shutil.rmtree(run_dir)
+            # An unfinished or failed fork starts again, clean: its windows must come from one process.
+            for run_dir, _ in windows:
+                if run_dir.exists():
+                    shutil.rmtree(run_dir)
             bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
-            started_at = now()
+            started_at, before = now(), len(records)
             try:
                 instance = _shared_instance(shared, spec, base) if restart == "never" else None
-                records.append(measure(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, label=label,
-                                       key=spec.cell_key(), on_phase=bar.phase, instance=instance))
+                records.extend(fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
+                                    on_phase=bar.phase, instance=instance))
             except (ServerError, VerifyError, LoadError) as exc:
+                stored = [_finished(run_dir / "run.json") for run_dir, _ in windows]
+                records.extend(r for r in stored if r is not None)  # windows the fork finished stay results
+                run_dir, run_id = windows[sum(r is not None for r in stored)]
                 records.append(failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite,
                                       key=spec.cell_key(), error=exc, started_at=started_at, label=label))
                 print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -184,7 +197,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                     if stale is not None:
                         stale.stop()
             if on_run:
-                on_run(records[-1])
+                for record in records[before:]:
+                    on_run(record)
             bar.finish()
     finally:
         for instance in shared.values():
@@ -198,6 +212,13 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         suite.precision = {"asked": precision, "reached": bool(reached), "repeats": max(r.params["repeat"] for r in records),
                            "widest": precision_rule.widest(records, baseline or names[0])}
     return suite
+
+
+def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
+    """The (folder, run id) of each window of the fork ``name``: the name itself for a single window, as
+    before forks had iterations, else ``name-i1`` .. ``name-im``."""
+    ids = [name] if iterations == 1 else [f"{name}-i{k}" for k in range(1, iterations + 1)]
+    return [(under(base, run_id), run_id) for run_id in ids]
 
 
 def _finished(done: Path) -> Run | None:

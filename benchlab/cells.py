@@ -77,3 +77,46 @@ def restore(value):
 def varying(frame: pd.DataFrame) -> list[str]:
     """The cell columns whose value differs between rows: the ones worth showing."""
     return [c for c in (*CELL, *SETUP) if c in frame and frame[c].astype(str).nunique(dropna=False) > 1]
+
+
+# --- forks: a server process, warmed once, and the windows measured in it --------------------------------
+
+def fork_keys(runs: pd.DataFrame) -> np.ndarray:
+    """Each run's fork, as a key: the stored ``fork``, or for a run stored before forks had iterations
+    (or made in memory) its id and start, so that it is its own fork of one window."""
+    ids = runs["id"].to_numpy(dtype=object) if "id" in runs else np.arange(len(runs)).astype(object)
+    starts = runs["started_at"].to_numpy(dtype=object) if "started_at" in runs else np.full(len(runs), None)
+    stored = runs["fork"].to_numpy(dtype=object) if "fork" in runs else np.full(len(runs), None)
+    return np.array([f if isinstance(f, str) else f"{i}@{s}" for f, i, s in zip(stored, ids, starts)],
+                    dtype=object)
+
+
+def fork_means(values, forks) -> np.ndarray:
+    """The mean of ``values`` per fork, forks in the order they first appear; NaN values are left out, and
+    a fork with none is left out.
+
+    >>> fork_means([10.0, 12.0, 20.0, float("nan")], ["a", "a", "b", "c"]).tolist()
+    [11.0, 20.0]
+    """
+    frame = pd.DataFrame({"v": pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float),
+                          "f": list(forks)})
+    means = frame.groupby("f", sort=False)["v"].mean()
+    means = means[np.isfinite(means)]
+    return means.to_numpy(dtype=float)
+
+
+def forks(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per fork: its windows' numbers averaged, its other columns those of its first window, and
+    ``windows`` how many went in. Fork means are the unit of every interval and test: the windows of one
+    fork share its JIT's and its heap's luck, so they are not independent repeats. A frame of one window
+    per fork comes back as it is, with ``windows`` 1."""
+    keys = fork_keys(runs)
+    if len(set(keys)) == len(keys):
+        return runs.assign(windows=1)
+    numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
+               and c not in (*CELL, *SETUP, "repeat", "iteration")]
+    grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
+    first = grouped.nth(0).set_index("_fork")
+    first[numeric] = grouped[numeric].mean()
+    first["windows"] = grouped.size()
+    return first.reset_index(drop=True)

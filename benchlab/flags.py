@@ -263,6 +263,7 @@ def flags_by_cell(runs: pd.DataFrame):
                          "flag": flag, "explanation": explanation})
     status = _values(runs, "status")
     rps_all, p99_all = _numbers(runs, "rps"), _numbers(runs, "p99")
+    fork_of = cells.fork_keys(runs)  # the cell's spread is between fork means: windows of a fork are not repeats
     for cell, positions in members:
         order = dict.fromkeys(s for s in servers[positions] if not pd.isna(s))  # groupby drops a missing server
         for server in order:
@@ -275,11 +276,11 @@ def flags_by_cell(runs: pd.DataFrame):
             if len(ok) == 0:
                 cell_rows.append({**base, "flag": "all_failed", "explanation": FLAGS["all_failed"]})
             else:
-                rps = rps_all[ok][np.isfinite(rps_all[ok])]
+                rps = cells.fork_means(rps_all[ok], fork_of[ok])
                 cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
                 if cv > CV_LIMIT:
                     cell_rows.append({**base, "flag": "high_cv", "explanation": _explain("high_cv", cv=cv)})
-                p99 = p99_all[ok][np.isfinite(p99_all[ok])]
+                p99 = cells.fork_means(p99_all[ok], fork_of[ok])
                 if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
                     cell_rows.append({**base, "flag": "tail_unstable", "explanation": _explain(
                         "tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3, high=p99.max() * 1e3)})

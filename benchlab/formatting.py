@@ -223,10 +223,13 @@ def per_run(frame: "pd.DataFrame", metric: str = "rps") -> "pd.DataFrame":
     """
     kind = _kind(metric)
     one = rate if kind == "rate" else ms
-    shown = frame[[c for c in frame if c.startswith("run ")]].apply(lambda column: column.map(one))
+    shown = frame[[c for c in frame if c.startswith(("run ", "fork "))]].apply(lambda column: column.map(one))
     shown["mean [95% CI]"] = [interval(m, lo, hi, kind=kind) for m, lo, hi in
                               zip(frame["mean"], frame["ci_low"], frame["ci_high"])]
     shown["cv"] = frame["cv"].map(percent)
+    if "within_cv" in frame:  # forks of several windows: how many, and how far one fork's windows lay apart
+        shown["windows"] = frame["windows"]
+        shown["cv within a fork"] = frame["within_cv"].map(percent)
     return shown
 
 

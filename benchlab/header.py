@@ -51,6 +51,16 @@ def _cores(value) -> str:
     return "-" if value is None else str(value)
 
 
+def _duration(seconds: float) -> str:
+    """``95`` -> "1 min 35 s", ``3725`` -> "1 h 2 min"."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
 def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Header:
     """The header of a report over ``runs`` (a :class:`Suite` or its records).
 
@@ -78,7 +88,7 @@ def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Heade
     machine  Xeon, 2 cores
     """
     from .charts.frames import load_point, machine, most_repeats
-    from .results import frame
+    from .results import frame, span
     from .terminal import warmup_line
 
     records = tuple(getattr(runs, "records", runs))
@@ -121,8 +131,13 @@ def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Heade
     rows.append(("warm-up", warmup_line(table).removeprefix("warm-up: ")))
     failed = int((table["status"] != "ok").sum())
     repeats = most_repeats(table)
-    rows.append(("repeats", f"{repeats} per server and setup; {len(table)} run{'s' if len(table) != 1 else ''}, "
+    windows = int(ok["iteration"].max()) if "iteration" in ok and ok["iteration"].notna().any() else 1
+    each = f", each a fork of {windows} measured windows" if windows > 1 else ""
+    rows.append(("repeats", f"{repeats} per server and setup{each}; {len(table)} run{'s' if len(table) != 1 else ''}, "
                             + (f"{failed} failed (left out of every figure)" if failed else "all finished")))
+    took = span(records)
+    if took is not None:
+        rows.append(("took", f"{_duration(took)} of wall time from the first start to the last end"))
     metadata = next((r.metadata for r in records if r.status == "ok"), {})
     rows.append(("machine", machine(metadata)))
     return Header(rows=tuple(rows))

@@ -109,22 +109,35 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
     used as it is and left running. The run holds its cores, the server's and the load tool's, against
     every other benchlab process on this machine (:func:`benchlab.locks.cores`: it waits for them).
     """
+    return fork(spec, [(Path(run_dir), run_id)], repeat=repeat, suite=suite, label=label, key=key,
+                on_phase=on_phase, instance=instance)[0]
+
+
+def fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite: str | None = None,
+         label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> list[Run]:
+    """One fork: start the server, verify and warm it once, then measure one window per ``(folder, run
+    id)`` of ``windows``, back to back in the same process, each stored as its own :class:`Run` (its
+    metrics, histogram and samples) as soon as it ends. The runs share a ``fork`` name; the first holds
+    the warm-up's curve. A server that dies in window k raises after windows 1..k-1 are stored."""
     pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
     with locks.cores(pinned) as waited:
-        return _measure(spec, Path(run_dir), run_id=run_id, repeat=repeat, suite=suite, label=label, key=key,
-                        on_phase=on_phase, instance=instance, waited=waited)
+        return _fork(spec, [(Path(d), i) for d, i in windows], repeat=repeat, suite=suite, label=label,
+                     key=key, on_phase=on_phase, instance=instance, waited=waited)
 
 
-def _measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite, label, key, on_phase, instance,
-             waited: float) -> Run:
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite, label, key, on_phase, instance,
+          waited: float) -> list[Run]:
+    for run_dir, _ in windows:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    first_dir, first_id = windows[0]
     driver = drivers.get(spec.driver, spec.load.model)
     jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds and spec.backend == "local")
     started_at = now()
+    name = f"{first_id}@{started_at}"  # the fork: unique even where two folders hold the same run ids
     backend = backends.get(spec.backend, **spec.backend_options)
     phase = on_phase or (lambda name: None)
-    log_path = run_dir / "server.log"
+    log_path = first_dir / "server.log"
+    records: list[Run] = []
 
     owned = instance is None
     jvm = None
@@ -135,7 +148,7 @@ def _measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite, l
         elif spec.server.kind == "url":
             instance = _Attached(spec.server)
         else:
-            instance = backend.start(spec.server, spec.launch(run_id, log_path))
+            instance = backend.start(spec.server, spec.launch(first_id, log_path))
         servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
         phase("verify")
         status, headers, body = verify(instance.url, spec.scenario)
@@ -146,67 +159,87 @@ def _measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite, l
             error = ServerError(wrong)
             error.metadata = {"server": info, "settings": checks}
             raise error
+        meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java",
+                                driver=spec.driver)
+        meta.update(
+            server=info,
+            accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring"
+                          else {}),
+            settings=checks,
+            launch=_launch_metadata(spec),
+            verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
+            shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+            latency_corrected=driver.corrected,
+        )
         runner = backend.load_runner()  # docker may run the load tool in its own container
         phase("warmup")
         jvm = instance.counters() if hasattr(instance, "counters") else None  # None: not a JVM
-        warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=run_dir,
+        warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=first_dir,
                          runner=runner, perfdata=jvm)
         if not instance.alive():
             raise ServerError(f"{spec.server.name} died during the warm-up")
-        phase("measure")
-        cpus = sorted({*spec.server_cpus, *spec.load_cpus})
-        pid = instance.metadata.get("pid") if spec.backend == "local" and runner is None else None
-        began, busy, own = time.monotonic(), locks.cpu_seconds(cpus), locks.own_seconds(pid)
-        with Monitor(spec.sample_interval) as monitor:
-            monitor.watch("server", instance.probe)
-            monitor.watch_counters(jvm)
-            metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                            workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
-        own_after = locks.own_seconds(pid)
-        on_cores = locks.interference(cpus, time.monotonic() - began, locks.cpu_seconds(cpus) - busy,
-                                    None if own is None or own_after is None else own_after - own, waited)
-        samples = [s.astuple() for s in monitor.samples]
-        resources = {**monitor.summary(), **steady.drift(samples), **perfdata.summary(monitor.counters),
-                     "server_idle_s": steady.idle(samples)}
-        alive_after = instance.alive()
+        meta["jvm"] = ({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
+                       if jvm is not None else None)
+        for iteration, (run_dir, run_id) in enumerate(windows, start=1):
+            phase("measure" if len(windows) == 1 else f"measure {iteration}/{len(windows)}")
+            window_started = now() if iteration > 1 else started_at
+            measured, samples, counters, on_cores = _window(spec, driver, instance, runner, jvm, run_dir, waited)
+            waited = 0.0  # the wait for the cores came before the first window
+            if not instance.alive():
+                raise _died(spec, instance, log_path)
+            measured.update(startup_ms=instance.startup_ms, warmup_s=warmed["seconds"], warm=warmed["steady"],
+                            warmup_class=warmed.get("class"), jit_quiet_s=warmed.get("jit_quiet_s"))
+            window_meta = {
+                **meta,
+                "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
+                            "argv": instance.metadata.get("argv")},
+                "cores": on_cores,  # what else was busy on the run's cores while it measured (benchlab.locks)
+                # the fork's warm-up; its curve is kept once, in the fork's first window
+                "warmup": warmed if iteration == 1 else {k: v for k, v in warmed.items() if k != "slices"},
+                "server_alive_after_load": True,
+            }
+            record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration, "fork": name},
+                         metrics=measured, metadata=window_meta, samples=tuple(samples), counters=tuple(counters),
+                         suite=suite, label=label, key=key or spec.cell_key(), started_at=window_started,
+                         finished_at=now(), files=_files(run_dir), directory=str(run_dir))
+            save(record, run_dir)
+            records.append(record)
     finally:
         if jvm is not None:
             jvm.close()
         if owned and instance is not None:
             phase("stop")
             instance.stop()
-    if not alive_after:
-        raise _died(spec, instance, log_path)
+    return records
 
-    resources["startup_ms"] = instance.startup_ms
-    meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java", driver=spec.driver)
-    meta.update(
-        server=info,
-        accept_queue=metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring" else {},
-        settings=checks,
-        launch=(_aot_metadata(spec) if spec.server.settings.aot else
-                jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"})
-        if spec.server.kind == "spring" and spec.backend == "local" else None,
-        backend={**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
-                 "argv": instance.metadata.get("argv")},
-        verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
-        shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
-        cores=on_cores,  # what else was busy on the run's cores while it measured (see benchlab.locks)
-        warmup=warmed,
-        jvm=({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
-             if jvm is not None else None),
-        server_alive_after_load=alive_after,
-        latency_corrected=driver.corrected,
-    )
-    measured = {"target_rps": None, **metrics, **resources, "warmup_s": warmed["seconds"],
-                "warm": warmed["steady"], "warmup_class": warmed.get("class"),
-                "jit_quiet_s": warmed.get("jit_quiet_s")}
-    record = Run(id=run_id, params=spec.params(repeat), metrics=measured, metadata=meta,
-                 samples=tuple(samples), counters=tuple(monitor.counters), suite=suite, label=label,
-                 key=key or spec.cell_key(), started_at=started_at, finished_at=now(), files=_files(run_dir),
-                 directory=str(run_dir))
-    save(record, run_dir)
-    return record
+
+def _window(spec: RunSpec, driver, instance, runner, jvm, run_dir: Path, waited: float):
+    """One measured window: the load tool's metrics with the monitor's summary, drift and the JVM's counters,
+    the samples and counter rows, and what else was busy on the cores meanwhile."""
+    cpus = sorted({*spec.server_cpus, *spec.load_cpus})
+    pid = instance.metadata.get("pid") if spec.backend == "local" and runner is None else None
+    began, busy, own = time.monotonic(), locks.cpu_seconds(cpus), locks.own_seconds(pid)
+    with Monitor(spec.sample_interval) as monitor:
+        monitor.watch("server", instance.probe)
+        monitor.watch_counters(jvm)
+        metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                        workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
+    own_after = locks.own_seconds(pid)
+    on_cores = locks.interference(cpus, time.monotonic() - began, locks.cpu_seconds(cpus) - busy,
+                                  None if own is None or own_after is None else own_after - own, waited)
+    samples = [s.astuple() for s in monitor.samples]
+    measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
+                **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
+    return measured, samples, list(monitor.counters), on_cores
+
+
+def _launch_metadata(spec: RunSpec) -> dict | None:
+    """How a built-in server was launched locally: from its AOT cache, its CDS archive or the plain jar."""
+    if spec.server.kind != "spring" or spec.backend != "local":
+        return None
+    if spec.server.settings.aot:
+        return _aot_metadata(spec)
+    return jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"}
 
 
 def _aot_metadata(spec: RunSpec) -> dict:

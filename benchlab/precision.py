@@ -16,15 +16,19 @@ AUTO = "auto"
 
 
 def _cells(records) -> dict[str, dict[str, list[float]]]:
-    """``{cell: {server: [rps, ...]}}`` of the finished runs; a cell is every parameter but server and repeat."""
-    cells: dict[str, dict[str, list[float]]] = {}
+    """``{cell: {server: [rps, ...]}}`` of the finished runs, one rps per fork (the mean of its windows); a
+    cell is every parameter but server, repeat, iteration and fork."""
+    windows: dict[str, dict[str, dict[str, list[float]]]] = {}
     for record in records:
         if record.status != "ok":
             continue
-        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat")}
+        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
         cell = json.dumps(params, sort_keys=True, default=str)
-        cells.setdefault(cell, {}).setdefault(record.params["server"], []).append(record.metrics.get("rps"))
-    return cells
+        fork = record.params.get("fork") or f"{record.id}@{record.started_at}"
+        windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
+            record.metrics.get("rps"))
+    return {cell: {server: [sum(v) / len(v) for v in forks.values()] for server, forks in servers.items()}
+            for cell, servers in windows.items()}
 
 
 def widest(records, baseline: str, *, alpha: float = 0.05) -> float:

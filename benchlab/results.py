@@ -25,7 +25,9 @@ from .schema import (COLUMNS, ERROR_COLUMNS, METRICS, PARAMS, PERCENTILE_COLUMNS
                      SAMPLE_FIELDS)
 
 FORMAT = "benchlab-run"
-FORMAT_VERSION = 2  # 2: the samples moved out of run.json into samples.json; version 1 kept them inline
+#: 3: params carry iteration and fork (a fork's windows are runs); 2: the samples moved out of run.json into
+#: samples.json; version 1 kept them inline.
+FORMAT_VERSION = 3
 
 #: The most a run.json may hold: its samples are beside it, so a real one is some kilobytes.
 RUN_BYTES = 16 * 2**20
@@ -180,9 +182,36 @@ class Run:
         )
 
 
+def span(records) -> float | None:
+    """Seconds from the first run's start to the last run's end: what the runs cost in wall time, warm-ups,
+    starts and stops included (None when no run says when it ran).
+
+    >>> span([Run(id="a", params={}, metrics={"rps": 1.0}, metadata={}, started_at="2026-12-01T10:00:00+00:00",
+    ...           finished_at="2026-12-01T10:02:30+00:00")])
+    150.0
+    """
+    import datetime as dt
+
+    def when(text):
+        try:
+            return dt.datetime.fromisoformat(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+
+    starts = [t for t in (when(r.started_at) for r in records) if t is not None]
+    ends = [t for t in (when(r.finished_at) for r in records) if t is not None]
+    if not starts or not ends:
+        return None
+    try:
+        return max(0.0, (max(ends) - min(starts)).total_seconds())
+    except TypeError:  # a time with a zone beside one without: no honest difference
+        return None
+
+
 def migrate(doc: dict, source: str = "") -> dict:
     """Bring an older format version up to :data:`FORMAT_VERSION`. Version 1 kept the samples inline, as a
-    list, which :meth:`Run.from_json` still reads; nothing else changed."""
+    list, which :meth:`Run.from_json` still reads. A run of version 1 or 2 has no iteration or fork: it is
+    its own fork of one window (:func:`benchlab.cells.forks` reads it so), and nothing else changed."""
     if doc["version"] < 1:
         raise ResultsError(f"{source}: format version {doc['version']} is older than any benchlab wrote")
     return doc

@@ -74,8 +74,12 @@ SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
     "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
-    "jvm_opts", "java", "cds", *SETTINGS, "repeat",
+    "jvm_opts", "java", "cds", *SETTINGS, "repeat", "iteration", "fork",
 )
+
+#: A fork is one server process, warmed once; its iterations are the windows measured back to back in it
+#: (``compare(iterations=m)``). A run is one window: ``iteration`` counts from 1 and ``fork`` names the
+#: fork, shared by its windows. A run stored before forks had iterations is its own fork of one window.
 
 #: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one
 #: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.

@@ -109,6 +109,39 @@ def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, floa
 test_difference.__test__ = False  # a statistics function, not a pytest test
 
 
+def components(values, forks) -> dict:
+    """The variance of a metric's windows split into its two sources: ``between_cv``, how far forks (server
+    processes) lie apart, and ``within_cv``, how far one fork's windows lie apart, each on the log scale,
+    so a relative spread (0.05 is about 5%). One-way random-effects analysis of variance by the method of
+    moments (Searle, Casella and McCulloch 1992, ch. 3): ``within`` is the pooled variance of windows about
+    their fork's mean, ``between`` is (MSB - MSW) / n0, 0 when negative, with n0 the mean fork size adjusted
+    for unequal sizes. NaN where the data cannot tell: between needs 2 forks, within a fork of 2 windows.
+
+    >>> c = components([100, 102, 98, 150, 153, 147], ["a", "a", "a", "b", "b", "b"])
+    >>> c["forks"], c["windows"], round(c["within_cv"], 3), round(c["between_cv"], 2)
+    (2, 6, 0.02, 0.29)
+    """
+    frame = pd.DataFrame({"v": pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float),
+                          "f": list(forks)})
+    frame = frame[np.isfinite(frame["v"]) & (frame["v"] > 0)]
+    y = np.log(frame["v"].to_numpy())
+    sizes = frame.groupby("f", sort=False).size().to_numpy()
+    k, n = len(sizes), len(y)
+    out = {"forks": k, "windows": n, "between_cv": math.nan, "within_cv": math.nan}
+    if k == 0:
+        return out
+    means = frame.assign(y=y).groupby("f", sort=False)["y"].transform("mean").to_numpy()
+    within = float(((y - means) ** 2).sum() / (n - k)) if n > k else math.nan
+    out["within_cv"] = math.sqrt(within) if within == within else math.nan
+    if k >= 2:
+        fork_means = frame.assign(y=y).groupby("f", sort=False)["y"].mean().to_numpy()
+        msb = float((sizes * (fork_means - y.mean()) ** 2).sum() / (k - 1))
+        n0 = (n - (sizes ** 2).sum() / n) / (k - 1)
+        between = max(0.0, (msb - (within if within == within else 0.0)) / n0)
+        out["between_cv"] = math.sqrt(between)
+    return out
+
+
 # --- the frame-level functions --------------------------------------------------------------------------
 
 def pick_baseline(runs: pd.DataFrame, baseline: str | None = None) -> str | None:
@@ -128,6 +161,11 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     ``1 - alpha`` (``ci_method`` says how), the ratio to the baseline server with its interval
     (``ratio_method`` says how), plus the cell's flags.
 
+    ``n`` counts forks (server processes): with ``compare(iterations=m)`` each fork's windows are averaged
+    first, and the intervals and tests take the fork means, since windows of one process are not
+    independent. ``windows`` is how many windows went in, and ``between_cv`` and ``within_cv`` split their
+    spread into fork-to-fork and window-to-window (:func:`components`).
+
     Example
     -------
     >>> import benchlab
@@ -138,23 +176,31 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     baseline = pick_baseline(runs, baseline)
     _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
     rows = []
-    keys, groups = cells.group(cells.ok(runs))
+    windows = cells.ok(runs)
+    keys, groups = cells.group(cells.forks(windows))
+    _, by_cell = cells.group(windows)
+    raw = {(cell if isinstance(cell, tuple) else (cell,)): group for cell, group in by_cell}
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         base = group[group["server"] == baseline]
+        measured = raw[cell]
         for server, server_runs in group.groupby("server", sort=False):
             mine = ",".join(sorted(cell_flags.get((cell, server), ())))
+            own = measured[measured["server"] == server]
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
                 ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
                                     else (math.nan,) * 3)
+                parts = components(own[metric], cells.fork_keys(own))
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
-                           ratio_method=ratio_method(server_runs[metric], base[metric]), flags=mine)
+                           ratio_method=ratio_method(server_runs[metric], base[metric]), windows=parts["windows"],
+                           between_cv=parts["between_cv"], within_cv=parts["within_cv"], flags=mine)
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
                                        "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",
-                                       "ratio_high", "ratio_method", "flags"])
+                                       "ratio_high", "ratio_method", "windows", "between_cv", "within_cv",
+                                       "flags"])
 
 
 def _format_change(metric: str, ratio: float, low: float, high: float) -> str:
@@ -177,7 +223,7 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
     """
     baseline = pick_baseline(runs, baseline)
     rows = []
-    keys, groups = cells.group(cells.ok(runs))
+    keys, groups = cells.group(cells.forks(cells.ok(runs)))  # fork means: the unit of every test
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         servers = list(dict.fromkeys(group["server"]))
@@ -217,27 +263,38 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
     """The per-run table the published comparison used: one row per server, columns run 1..N, mean and
     the mean's interval at ``1 - alpha``.
 
-    Cells other than the server become part of the row index when the runs hold more than one.
+    Cells other than the server become part of the row index when the runs hold more than one. With
+    ``compare(iterations=m)`` the columns are fork 1..N, each fork's mean over its windows, and
+    ``windows`` and ``within_cv`` say how many windows went in and how far one fork's windows lay apart.
     """
-    ok = cells.ok(runs)
-    keys = cells.varying(ok)
-    ok = ok.assign(**{c: ok[c].astype(object).map(cells.key) for c in keys})
+    windows = cells.ok(runs)
+    keys = cells.varying(windows)
+    windows = windows.assign(**{c: windows[c].astype(object).map(cells.key) for c in keys})
+    ok = cells.forks(windows)
+    unit = "run" if ok.empty or ok["windows"].max() == 1 else "fork"
+    raw = {k if isinstance(k, tuple) else (k,): g
+           for k, g in windows.groupby([*keys, "server"], sort=False, dropna=False)}
     rows = []
     for group_key, group in ok.groupby([*keys, "server"], sort=False, dropna=False):
         group_key = group_key if isinstance(group_key, tuple) else (group_key,)
         ordered = group.sort_values(["repeat", "started_at"], na_position="last")
         row = dict(zip([*keys, "server"], group_key))
         for i, value in enumerate(ordered[metric], start=1):
-            row[f"run {i}"] = value
+            row[f"{unit} {i}"] = value
         d = describe(ordered[metric], alpha=alpha)
         row.update(mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"], cv=d["cv"],
                    ci=_format_ci(d["ci_low"], d["ci_high"]))
+        if unit == "fork":
+            mine = raw[group_key]
+            row.update(windows=len(mine), within_cv=components(mine[metric], cells.fork_keys(mine))["within_cv"])
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    run_columns = sorted([c for c in frame if c.startswith("run ")], key=lambda c: int(c.split()[1]))
-    return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv"]].set_index([*keys, "server"])
+    run_columns = sorted([c for c in frame if c.startswith(f"{unit} ")], key=lambda c: int(c.split()[1]))
+    extra = ["windows", "within_cv"] if unit == "fork" else []
+    return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv", *extra]].set_index(
+        [*keys, "server"])
 
 
 def _format_p(p: float) -> str:

@@ -45,6 +45,14 @@ class Suite:
 
         self.baseline = pick_baseline(self.runs, baseline)
 
+    @property
+    def wall_s(self) -> float | None:
+        """What the verdict cost: seconds from the first run's start to the last run's end
+        (:func:`benchlab.results.span`), warm-ups, starts and stops included."""
+        from .results import span
+
+        return span(self.records)
+
     def __len__(self) -> int:
         return len(self.records)
 

@@ -36,7 +36,7 @@ def test_prepare_checks_every_per_run_option():
     per_run = {o.name for o in spec.options("run")} - {"results_dir", "label"}
     assert set(inspect.signature(spec.prepare).parameters) == per_run
     compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
-    assert compare_only == {"servers", "scenarios", "repeats", "precision", "max_repeats", "rates", "order", "seed",
+    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "precision", "max_repeats", "rates", "order", "seed",
                             "restart", "baseline", "factors", "progress"}
 
 
