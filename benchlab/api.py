@@ -106,7 +106,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
         warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
         (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
-        fork-to-fork and window-to-window spread apart (:func:`benchlab.stats.components`).
+        fork-to-fork and window-to-window spread apart (:func:`benchlab.stats.components`). "auto": the
+        first two rounds measure 3 windows a fork, then Kalibera and Jones' rule picks the count that buys
+        the most precision for the time, from what a fork and a window cost and how much each varies
+        (``Suite.design`` says what it chose and why).
     order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
     repeats : a number, or "auto": interleaved rounds are added until every rps ratio to the baseline (a
         lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
@@ -132,8 +135,9 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     from .progress import Progress
     from .suite import Suite
 
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise UsageError(f"iterations must be a whole number of 1 or more, not {iterations!r}")
+    if iterations != precision_rule.AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int)
+                                             or iterations < 1):
+        raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
     by_precision = repeats == precision_rule.AUTO
@@ -153,8 +157,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     base = results_home(results_dir)
     if results_dir is None:
         base = base / f"compare-{suite}"
-    bar = Progress([spec.load.warmup_seconds + iterations * spec.load.planned_seconds for _, spec in runs],
+    per_fork = precision_rule.PILOT_WINDOWS if iterations == precision_rule.AUTO else iterations
+    bar = Progress([spec.load.warmup_seconds + per_fork * spec.load.planned_seconds for _, spec in runs],
                    enabled=progress)
+    chosen = None  # iterations="auto": the design, chosen once the pilot's two rounds are in
     records: list[Run] = []
     shared: dict[str, object] = {}
     reached = None
@@ -166,7 +172,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                 reached = precision_rule.enough(records, baseline or names[0], precision)
                 if reached:  # a whole round is done and every ratio is known well enough
                     break
-            windows = _windows(base, run_name(spec, repeat), iterations)
+            if iterations == precision_rule.AUTO and repeat > 2 and chosen is None:
+                chosen = precision_rule.design(records)
+            windows = _windows(base, run_name(spec, repeat), iterations if iterations != precision_rule.AUTO else
+                               chosen["iterations"] if chosen else precision_rule.PILOT_WINDOWS)
             previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
             if all(p is not None for p in previous):
                 records.extend(previous)
@@ -206,6 +215,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         bar.close()
         writer.release()
     suite = Suite(records, baseline=baseline or names[0], path=str(base))
+    if iterations == precision_rule.AUTO:
+        suite.design = chosen or {**precision_rule.design(records), "iterations": precision_rule.PILOT_WINDOWS,
+                                  "why": f"{precision_rule.PILOT_WINDOWS} windows a fork: the pilot's, as the "
+                                         "comparison ended within its two rounds"}
     if by_precision:
         if reached is None:
             reached = precision_rule.enough(records, baseline or names[0], precision)

@@ -51,7 +51,7 @@ def _cores(value) -> str:
     return "-" if value is None else str(value)
 
 
-def _duration(seconds: float) -> str:
+def wall_text(seconds: float) -> str:
     """``95`` -> "1 min 35 s", ``3725`` -> "1 h 2 min"."""
     seconds = round(seconds)
     if seconds < 60:
@@ -137,7 +137,7 @@ def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Heade
                             + (f"{failed} failed (left out of every figure)" if failed else "all finished")))
     took = span(records)
     if took is not None:
-        rows.append(("took", f"{_duration(took)} of wall time from the first start to the last end"))
+        rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
     metadata = next((r.metadata for r in records if r.status == "ok"), {})
     rows.append(("machine", machine(metadata)))
     return Header(rows=tuple(rows))

@@ -62,8 +62,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("connections", "int", "run", "concurrent connections of the load generator"),
     Option("connections", "ints", "compare", "one or more connection counts, comma separated"),
     Option("repeats", "count", "compare", "runs per server and cell, interleaved; auto: until precision is reached"),
-    Option("iterations", "int", "compare", "measured windows per repeat: each repeat is one server process (a "
-           "fork), warmed once, then this many windows back to back"),
+    Option("iterations", "count", "compare", "measured windows per repeat: each repeat is one server process (a "
+           "fork), warmed once, then this many windows back to back; auto: chosen from what forks and windows "
+           "cost and how much each varies"),
     Option("precision", "float", "compare", "repeats=auto: add rounds until every rps ratio is within +/- this"),
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),

@@ -29,6 +29,9 @@ class Suite:
 
     #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
     precision: dict | None = None
+    #: iterations="auto": the windows a fork chosen, with the costs and spreads behind it
+    #: (:func:`benchlab.precision.design`); None otherwise.
+    design: dict | None = None
 
     def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
                  damaged: Iterable[str] = (), strict: bool = False):

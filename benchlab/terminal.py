@@ -117,7 +117,10 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
         summary = suite.summary(metrics)
         keep = varying(summary)
-        shown = summary[[*keep, "server", "metric", "n", "mean", "ci_low", "ci_high", "cv", "ratio", "flags"]].copy()
+        several = bool((summary["windows"] > summary["n"]).any()) if len(summary) else False
+        columns = ["n", "windows", "mean", "ci_low", "ci_high", "cv", "between_cv", "within_cv"] if several else \
+            ["n", "mean", "ci_low", "ci_high", "cv"]
+        shown = summary[[*keep, "server", "metric", *columns, "ratio", "flags"]].copy()
         latency = shown["metric"] != "rps"
         for column in ("mean", "ci_low", "ci_high"):
             shown[column] = shown[column].astype(float)
@@ -130,6 +133,14 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
                   + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
                      "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
+        design = getattr(suite, "design", None)
+        if design:
+            _print(f"iterations=auto: {design['why']}")
+        took = suite.wall_s
+        if took is not None:
+            from .header import wall_text
+
+            _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
         _print()
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         _print()
