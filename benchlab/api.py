@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -197,8 +198,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
             except (ServerError, VerifyError, LoadError) as exc:
                 stored = [_finished(run_dir / "run.json") for run_dir, _ in windows]
                 records.extend(r for r in stored if r is not None)  # windows the fork finished stay results
-                run_dir, run_id = windows[sum(r is not None for r in stored)]
-                records.append(failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite,
+                done = sum(r is not None for r in stored)
+                run_dir, run_id = windows[done]
+                run_dir.mkdir(parents=True, exist_ok=True)
+                records.append(failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=done + 1,
                                       key=spec.cell_key(), error=exc, started_at=started_at, label=label))
                 print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
                 if restart == "never":  # a server that failed is not reused
@@ -260,5 +263,7 @@ def _shared_instance(shared: dict, spec: RunSpec, base: Path):
     if name not in shared:
         jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
         backend = backends.get(spec.backend, **spec.backend_options)
-        shared[name] = backend.start(spec.server, spec.launch(f"shared-{name}", under(base, f"{name}.server.log")))
+        launch = spec.launch(f"shared-{name}", under(base, f"{name}.server.log"))
+        # started outside any run's hold on the cores, so on its own cores only
+        shared[name] = backend.start(spec.server, dataclasses.replace(launch, start_cpus=()))
     return shared[name]

@@ -197,7 +197,8 @@ class RunSpec:
         return backends.Launch(run_id=run_id, port=self.port or self.server.port or backends.free_port(),
                                cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.server_java,
                                cds=self.cds, memory=self.memory, allow_remote=self.allow_remote,
-                               startup_timeout=self.startup_timeout)
+                               startup_timeout=self.startup_timeout,
+                               start_cpus=tuple(self.load_cpus) if self.backend == "local" else ())
 
     def cell_key(self) -> str:
         """A stable name for everything but the repeat: the same parameters give the same key."""

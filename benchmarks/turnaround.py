@@ -8,8 +8,17 @@ most 0.5x without.
 Then a whole compare: wall time against pure load time (warm-up + measure). The difference is what
 starting, verifying, stopping and storing cost per run. Goal: at most 1.25x.
 
+With ``--verdict``: the wall time a verdict costs. The three servlet servers are compared with ``--repeats``
+forks each of ``--windows`` windows (warm-up auto), once. From those same forks, side by side, two designs:
+one window per fork (each fork's first window: what ``iterations=1`` measures), and the windows a fork that
+``iterations="auto"`` chooses from them (:func:`benchlab.precision.design`, Kalibera and Jones). For each,
+the forks needed until every rps ratio to the baseline is within +/-5% (its fork means' log variance per
+server, Welch's t) and so the wall time, each fork costing its start and warm-up plus its windows as measured.
+The ratio of the two times has a 95% interval from a bootstrap over each server's forks. Goal: at most 0.5.
+
     python3 benchmarks/turnaround.py [--pairs 6] [--core 0] [--repeats 2] [--duration 20] [--warmup 10]
     python3 benchmarks/turnaround.py --startup-only
+    python3 benchmarks/turnaround.py --verdict [--repeats 3] [--windows 6] [--duration 5] [--results DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 import benchlab
 from benchlab import backends, jars, process, servers
@@ -95,6 +106,72 @@ def turnaround(args) -> None:
     print(f"wall / load: {wall / load:.3f} (goal <= 1.25)")
 
 
+PRECISION = 0.05
+
+
+def forks_needed(variances: dict, baseline: str, precision: float = PRECISION) -> int:
+    """The fewest forks a server with every ratio's Welch t half-width (on the logs) within ``precision``."""
+    from scipy.stats import t
+
+    worst = max(variances[s] + variances[baseline] for s in variances if s != baseline)
+    target = math.log1p(precision)
+    k = 2
+    while t.ppf(0.975, 2 * k - 2) * math.sqrt(worst / k) > target and k < 100_000:
+        k += 1
+    return k
+
+
+def log_variances(windows: dict, m: int, picks: dict | None = None) -> dict:
+    """Per server, the variance of the logs of fork means over each fork's first ``m`` windows."""
+    out = {}
+    for server, forks in windows.items():
+        chosen = forks if picks is None else [forks[i] for i in picks[server]]
+        means = [math.log(statistics.fmean(f[:m])) for f in chosen]
+        out[server] = statistics.variance(means) if len(set(means)) > 1 else 0.0
+    return out
+
+
+def verdict_time(args) -> None:
+    from benchlab import precision
+
+    names = args.servers.split(",")
+    results = args.results or tempfile.mkdtemp(prefix="benchlab-verdict-")
+    began = time.monotonic()
+    suite = benchlab.compare(names, ["hello"], [args.connections], repeats=args.repeats, iterations=args.windows,
+                             duration=f"{args.duration}s", warmup="auto", progress=False, results_dir=results)
+    print(f"{suite!r}: {args.repeats} forks a server x {args.windows} windows of {args.duration} s, warm-up auto, "
+          f"c={args.connections}; {(time.monotonic() - began) / 60:.0f} min here; stored in {results}")
+    print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
+    ok = [r for r in suite.records if r.status == "ok"]
+    windows: dict[str, list[list[float]]] = {}
+    for fork in dict.fromkeys(r.params["fork"] for r in ok):
+        mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["iteration"])
+        windows.setdefault(mine[0].params["server"], []).append([r.metrics["rps"] for r in mine])
+    fork_s, window_s = precision.costs(ok)
+    chosen = precision.design(ok)
+    m = chosen["iterations"]
+    print(f"measured: a fork costs {fork_s:.0f} s before its first window, a window {window_s:.1f} s")
+    print(f"iterations=auto would choose: {chosen['why']}")
+
+    def times(picks=None) -> tuple[float, float, int, int]:
+        k1 = forks_needed(log_variances(windows, 1, picks), names[0])
+        km = forks_needed(log_variances(windows, m, picks), names[0])
+        return (k1 * len(names) * (fork_s + window_s), km * len(names) * (fork_s + m * window_s), k1, km)
+
+    one, auto, k1, km = times()
+    rng = np.random.default_rng(20261201)
+    ratios = []
+    for _ in range(500):
+        picks = {s: rng.integers(0, len(f), len(f)).tolist() for s, f in windows.items()}
+        a, b, _, _ = times(picks)
+        ratios.append(b / a)
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    print(f"to +/-{PRECISION:.0%} on every rps ratio: one window a fork needs {k1} forks a server, "
+          f"{one / 3600:.1f} h; {m} windows a fork need {km} forks, {auto / 3600:.1f} h")
+    verdict = "met" if high <= 0.5 else ("missed" if low > 0.5 else "not decided")
+    print(f"chosen design / one window a fork: {auto / one:.3f} [95% {low:.3f}, {high:.3f}]   goal <= 0.5: {verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
@@ -106,9 +183,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=6, help="startup pairs (with CDS, without), order alternating")
     parser.add_argument("--core", type=int, default=0, help="the one core each timed start is pinned to")
     parser.add_argument("--startup-only", action="store_true", help="time the starts, skip the compare")
+    parser.add_argument("--verdict", action="store_true", help="the wall time to a +/-5%% verdict, two designs")
+    parser.add_argument("--windows", type=int, default=6, help="--verdict: windows measured a fork")
+    parser.add_argument("--results", help="--verdict: a results folder (resumed if it holds some runs)")
     args = parser.parse_args()
 
     benchlab.build()
+    if args.verdict:
+        return verdict_time(args)
     startup(args.startup_server, args.pairs, args.core)
     if not args.startup_only:
         turnaround(args)

@@ -87,3 +87,36 @@ def test_without_an_archive_the_plain_jar_starts_and_a_warning_says_why(tmp_path
     assert meta["launch"] == "jar" and meta["cds_archive"] is None and "extract" in meta["cds_warning"]
     jetty = servers.get("spring-jetty")
     assert jetty.argv(8080, cds=False)[1:3] == ["-jar", jetty.jar]
+
+
+def test_a_jvm_starts_on_the_runs_cores_and_then_runs_on_its_own_with_its_own_ergonomics(jars, tmp_path,
+                                                                                         no_jvm_left):
+    # The run holds the load cores too while the server starts, so the JVM starts on both and is pinned to
+    # its own once it answers: every thread, and -XX:ActiveProcessorCount keeps what one core chooses.
+    import os
+
+    from benchlab.backends.base import Launch
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    server = servers.get("spring-jetty")
+    launch = Launch(run_id="wide", port=backends.free_port(), cpus=(0,), log_path=tmp_path / "server.log",
+                    start_cpus=(1,))
+    instance = LocalBackend().start(server, launch)
+    try:
+        pid = instance.metadata["pid"]
+        assert instance.metadata["start_cpus"] == [0, 1] and "-XX:ActiveProcessorCount=1" in instance.argv
+        threads = os.listdir(f"/proc/{pid}/task")
+        assert len(threads) > 5 and all(os.sched_getaffinity(int(t)) == {0} for t in threads)
+        assert instance.counters().collectors[0].startswith("Serial"), "the one-core ergonomics: SerialGC"
+    finally:
+        instance.stop()
+    # A JVM option of the user's own wins: it starts on its own cores, with the option as given.
+    launch = Launch(run_id="own", port=backends.free_port(), cpus=(0,), log_path=tmp_path / "own.log",
+                    start_cpus=(1,), jvm_opts=("-XX:ActiveProcessorCount=2",))
+    instance = LocalBackend().start(server, launch)
+    try:
+        assert "start_cpus" not in instance.metadata
+        assert os.sched_getaffinity(instance.metadata["pid"]) == {0}
+    finally:
+        instance.stop()

@@ -116,3 +116,57 @@ def test_rate_sweep_and_count_cells(jars, tmp_path, no_jvm_left):
     assert (counts.runs["driver"] == "h2load").all()
     assert all((tmp_path / "counts" / run_id / "wrk.lua").exists() for run_id in counts.runs["id"]), \
         "wrk warmed the server before the count load"
+
+
+def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(jars, tmp_path, no_jvm_left):
+    # 2 forks of each server, 3 windows each: one JVM a fork (the same PID in its windows, warmed once, the
+    # curve kept in its first window), 12 runs stored, and every figure over forks, not windows.
+    servers = ["spring-tomcat", "spring-jetty"]
+    suite = benchlab.compare(servers, ["hello"], [16], repeats=2, iterations=3, duration="2s", warmup="1s",
+                             results_dir=tmp_path, progress=False)
+    runs = suite.runs
+    assert len(runs) == 12 and (runs["status"] == "ok").all()
+    forks = runs.groupby("fork")
+    assert forks.ngroups == 4 and (forks.size() == 3).all()
+    assert all(sorted(group["iteration"]) == [1, 2, 3] for _, group in forks)
+    for _, group in forks:
+        records = [r for r in suite.records if r.params["fork"] == group["fork"].iloc[0]]
+        assert len({r.metadata["backend"]["pid"] for r in records}) == 1, "one server process a fork"
+        assert len({r.params["repeat"] for r in records}) == 1
+        first = next(r for r in records if r.params["iteration"] == 1)
+        assert "slices" in first.metadata["warmup"] and all(
+            "slices" not in r.metadata["warmup"] for r in records if r is not first)
+    pids = {r.metadata["backend"]["pid"] for r in suite.records}
+    assert len(pids) == 4, "a fresh server for each fork"
+    summary = suite.summary(["rps"]).set_index("server")
+    assert (summary["n"] == 2).all() and (summary["windows"] == 6).all()
+    assert summary["within_cv"].notna().all() and summary["between_cv"].notna().all()
+    means = runs.groupby(["server", "fork"], sort=False)["rps"].mean()
+    assert summary.loc["spring-tomcat", "mean"] == pytest.approx(means["spring-tomcat"].mean())
+    table = suite.table("rps")
+    assert list(table.columns[:2]) == ["fork 1", "fork 2"] and (table["windows"] == 6).all()
+    from benchlab import header
+
+    assert "2 per server and setup, each a fork of 3 measured windows" in str(header.measured(suite))
+    assert suite.wall_s is not None and suite.wall_s > 12
+    # resumed: everything is found, nothing runs
+    again = benchlab.compare(servers, ["hello"], [16], repeats=2, iterations=3, duration="2s", warmup="1s",
+                             results_dir=tmp_path, progress=False)
+    assert sorted(again.runs["id"]) == sorted(runs["id"])
+    assert sorted(again.runs["started_at"]) == sorted(runs["started_at"])
+
+
+def test_a_fork_whose_server_dies_keeps_its_finished_windows_and_fails_the_rest(tmp_path):
+    # The server dies 6 s after its start: its first window (1 s warm-up, 2 s) is done, a later one is not.
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "warming_server.py"
+    dying = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0", "6"], name="dying", path="/")
+    suite = benchlab.compare([dying], ["/"], [4], repeats=1, iterations=5, duration="2s", warmup="1s",
+                             results_dir=tmp_path, progress=False)
+    runs = suite.runs.sort_values("iteration")
+    ok, failed = runs[runs["status"] == "ok"], runs[runs["status"] == "failed"]
+    assert len(ok) >= 1 and len(failed) == 1 and len(runs) == len(ok) + 1 <= 5
+    assert "died" in failed["error"].iloc[0]
+    assert list(ok["iteration"]) == list(range(1, len(ok) + 1)), "the windows before the death are kept"
+    assert "failed" in set(suite.flags()["flag"]) and suite.summary(["rps"])["n"].tolist() == [1]

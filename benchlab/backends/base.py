@@ -28,6 +28,9 @@ class Launch:
     host: str = "127.0.0.1"
     startup_timeout: float = 90.0
     allow_remote: bool = False  # a backend may then run the server on another machine (docker_host=)
+    #: The cores a local JVM may also use while it starts (the run holds them: no load runs yet); it is
+    #: pinned to ``cpus`` once it answers. Empty: it starts on ``cpus``.
+    start_cpus: tuple[int, ...] = ()
 
 
 class Instance(Protocol):

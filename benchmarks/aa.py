@@ -1,0 +1,131 @@
+"""A/A on this machine: one server under two names, interleaved, judged by benchlab's own verdict rule.
+
+``spring-tomcat`` and ``spring-tomcat+threads200`` are the same server: Tomcat's pool is 200 threads by
+default and the variant sets it to 200 (each run checks through /info that the pool is what was asked).
+So every verdict that calls a difference significant is a false positive.
+
+Twenty independent A/A comparisons of 3 forks a side would take 120 forks, about five hours here (a JVM
+warmed by ``warmup="auto"`` on one core costs two to three minutes). So this runs ``--forks`` forks a name,
+``--iterations`` windows each, and judges:
+
+1. the two names against each other, as ``compare()`` does (one comparison);
+2. many random splits of all the forks into two sides of k (3, the default repeats, and half of them):
+   under A/A any labelling is as good as the names, so the share of splits the rule calls significant is its
+   false-positive rate on this machine's real fork-to-fork and window-to-window noise. The splits share
+   forks, so they are not independent: the rate's 95% interval is a bootstrap over forks (the forks drawn
+   with replacement, the splits drawn again), which carries that dependence, not a binomial one;
+3. the same splits with every window taken as an independent repeat (JMH's pooling of iterations), to show
+   what the fork as the unit buys;
+4. the minimum detectable effect: the smallest change, one side's fork means times 1 + d, that the rule
+   calls significant in 80% of the splits (rps, and p99 with 1 + d as the slowdown).
+
+Goal: false positives at most 0.05 for rps and for p99, with their intervals.
+
+    python3 benchmarks/aa.py [--forks 6] [--iterations 4] [--duration 5s] [--results DIR] [--splits 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+
+import numpy as np
+
+import benchlab
+from benchlab import cells, intervals, stats
+
+NAMES = ("spring-tomcat", "spring-tomcat+threads200")
+ALPHA = 0.05
+GOAL = 0.05
+POWER = 0.8
+
+
+def split_rate(values: np.ndarray, k: int, splits: int, rng, *, scale: float = 1.0) -> float:
+    """The share of ``splits`` random disjoint pairs of sides (k forks each) of ``values`` (forks x windows;
+    a fork's windows averaged) that the verdict rule calls significant, side A multiplied by ``scale``."""
+    means = np.nanmean(values, axis=1)
+    order = np.argsort(rng.random((splits, len(means))), axis=1)
+    a, b = means[order[:, :k]] * scale, means[order[:, k:2 * k]]
+    low, high = intervals.ratio_interval(a, b, ALPHA)
+    return float(np.mean(intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)))
+
+
+def pooled_rate(values: np.ndarray, k: int, splits: int, rng) -> float:
+    """As :func:`split_rate`, with every window of the chosen forks taken as an independent repeat."""
+    order = np.argsort(rng.random((splits, len(values))), axis=1)
+    a = values[order[:, :k]].reshape(splits, -1)
+    b = values[order[:, k:2 * k]].reshape(splits, -1)
+    low, high = intervals.ratio_interval(a, b, ALPHA)
+    return float(np.mean(intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)))
+
+
+def bootstrap(values: np.ndarray, k: int, splits: int, rng, draws: int = 200) -> tuple[float, float]:
+    """The 95% interval of :func:`split_rate` over forks drawn with replacement."""
+    rates = []
+    for _ in range(draws):
+        picked = values[rng.integers(0, len(values), len(values))]
+        rates.append(split_rate(picked, k, splits // 4, rng))
+    low, high = np.quantile(rates, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def detectable(values: np.ndarray, k: int, splits: int, rng) -> float:
+    """The smallest d in 1%..200% with the rule calling a (1 + d) change significant in POWER of the splits."""
+    for d in np.concatenate([np.arange(0.01, 0.30, 0.01), np.arange(0.30, 2.01, 0.05)]):
+        if split_rate(values, k, splits, rng, scale=1 + d) >= POWER:
+            return float(d)
+    return math.inf
+
+
+def by_fork(frame, metric: str) -> np.ndarray:
+    """forks x windows of ``metric`` (NaN where a fork has fewer windows)."""
+    ok = cells.ok(frame).assign(_fork=lambda f: cells.fork_keys(f))
+    groups = [g.sort_values("iteration")[metric].to_numpy(dtype=float) for _, g in ok.groupby("_fork", sort=False)]
+    width = max(len(g) for g in groups)
+    return np.array([np.pad(g, (0, width - len(g)), constant_values=np.nan) for g in groups])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forks", type=int, default=6, help="forks a name (default 6)")
+    parser.add_argument("--iterations", type=int, default=4, help="windows a fork (default 4)")
+    parser.add_argument("--duration", default="5s")
+    parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--splits", type=int, default=2000)
+    parser.add_argument("--results", help="a results folder: resumed if it holds some of the runs")
+    args = parser.parse_args()
+
+    results = args.results or tempfile.mkdtemp(prefix="benchlab-aa-")
+    began = time.monotonic()
+    suite = benchlab.compare(list(NAMES), repeats=args.forks, iterations=args.iterations, duration=args.duration,
+                             connections=[args.connections], warmup="auto", results_dir=results, progress=False)
+    took = time.monotonic() - began
+    print(f"{suite!r}: {args.forks} forks a name x {args.iterations} windows of {args.duration}, "
+          f"c={args.connections}, warm-up auto; {took / 60:.0f} min here; stored in {results}")
+    print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)\n")
+    for metric in ("rps", "p99"):
+        print("  " + suite.verdicts(metric)["verdict"].iloc[0])
+    rng = np.random.default_rng(20261201)
+    print()
+    for metric in ("rps", "p99"):
+        values = by_fork(suite.runs, metric)  # the rule is two-sided on the logs: a p99 slowdown is 1 + d
+        parts = stats.components(values.ravel()[~np.isnan(values.ravel())],
+                                 np.repeat(np.arange(len(values)), values.shape[1])[~np.isnan(values.ravel())])
+        print(f"{metric}: {len(values)} forks, {parts['windows']} windows; between forks {parts['between_cv']:.1%}, "
+              f"within a fork {parts['within_cv']:.1%} (log-scale sd, stats.components)")
+        for k in sorted({3, len(values) // 2}):
+            rate = split_rate(values, k, args.splits, rng)
+            low, high = bootstrap(values, k, args.splits, rng)
+            pooled = pooled_rate(values, k, args.splits, rng)
+            mde = detectable(values, k, args.splits, rng)
+            verdict = "met" if high <= GOAL else ("missed" if low > GOAL else "not decided")
+            print(f"  {k} forks a side, {args.splits} splits: false positives {rate:.3f} [95% {low:.3f}, {high:.3f}]"
+                  f" (goal <= {GOAL}: {verdict}); windows pooled as repeats {pooled:.3f}; "
+                  f"detects {mde:+.0%} in {POWER:.0%} of splits")
+        print()
+
+
+if __name__ == "__main__":
+    main()
