@@ -22,6 +22,7 @@ FENCE = re.compile(r"^```(bash|python)\n(.*?)^```", re.S | re.M)
 #: (old, new): the edits made to the README's blocks before they run, each only to save time.
 SHORTER = [
     ('repeats=5', 'repeats=2'),
+    ('iterations=3', 'iterations=2'),
     ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
     ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
     ('duration="30s", results_dir', 'duration="2s", warmup="1s", results_dir'),
