@@ -51,16 +51,6 @@ def _cores(value) -> str:
     return "-" if value is None else str(value)
 
 
-def wall_text(seconds: float) -> str:
-    """``95`` -> "1 min 35 s", ``3725`` -> "1 h 2 min"."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
 def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Header:
     """The header of a report over ``runs`` (a :class:`Suite` or its records).
 
@@ -89,7 +79,7 @@ def measured(runs: "Suite | Iterable[Run]", *, what: str | None = None) -> Heade
     """
     from .charts.frames import load_point, machine, most_repeats
     from .results import frame, span
-    from .terminal import warmup_line
+    from .terminal import wall_text, warmup_line
 
     records = tuple(getattr(runs, "records", runs))
     table = frame(records)

@@ -82,6 +82,16 @@ def format_run(run) -> str:
     return "\n".join(lines)
 
 
+def wall_text(seconds: float) -> str:
+    """``95`` -> "1 min 35 s", ``3725`` -> "1 h 2 min"."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
 def warmup_line(runs) -> str:
     """How the runs were warmed, said before any number: a fixed warm-up is not judged steady."""
     ok = runs[runs["status"] == "ok"] if "status" in runs else runs
@@ -138,8 +148,6 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print(f"iterations=auto: {design['why']}")
         took = suite.wall_s
         if took is not None:
-            from .header import wall_text
-
             _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
         _print()
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
