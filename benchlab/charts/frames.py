@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ..cells import SETUP, key, varying
+from ..cells import SETUP, forks, key, varying
 from ..errors import ResultsError
 from ..schema import CELL
 
@@ -172,9 +172,11 @@ def values(frame: "pd.DataFrame", column: str) -> list:
 
 
 def most_repeats(frame: "pd.DataFrame") -> int:
-    """The most runs any one cell (server and :data:`~benchlab.schema.CELL`) has: run() results all say repeat 1."""
+    """The most forks any one cell (server and :data:`~benchlab.schema.CELL`) has: a fork's windows count once;
+    run() results all say repeat 1."""
     if "status" in frame.columns:
         frame = frame[frame["status"] == "ok"]
+    frame = forks(frame)
     keys = [c for c in ("server", *CELL, *SETUP) if c in frame.columns]
     if not keys or not len(frame):
         return 0
