@@ -109,16 +109,21 @@ def turnaround(args) -> None:
 PRECISION = 0.05
 
 
-def forks_needed(variances: dict, baseline: str, precision: float = PRECISION) -> int:
-    """The fewest forks a server with every ratio's Welch t half-width (on the logs) within ``precision``."""
-    from scipy.stats import t
+_KS = np.arange(2, 100_001)
+_T = None
 
+
+def forks_needed(variances: dict, baseline: str, precision: float = PRECISION) -> int:
+    """The fewest forks a server with every ratio's t half-width (on the logs, 2k - 2 degrees of freedom)
+    within ``precision``."""
+    global _T
+    if _T is None:
+        from scipy.stats import t
+
+        _T = t.ppf(0.975, 2 * _KS - 2)
     worst = max(variances[s] + variances[baseline] for s in variances if s != baseline)
-    target = math.log1p(precision)
-    k = 2
-    while t.ppf(0.975, 2 * k - 2) * math.sqrt(worst / k) > target and k < 100_000:
-        k += 1
-    return k
+    enough = _T * np.sqrt(worst / _KS) <= math.log1p(precision)
+    return int(_KS[np.argmax(enough)]) if enough.any() else int(_KS[-1])
 
 
 def log_variances(windows: dict, m: int, picks: dict | None = None) -> dict:
@@ -149,9 +154,10 @@ def verdict_time(args) -> None:
         windows.setdefault(mine[0].params["server"], []).append([r.metrics["rps"] for r in mine])
     fork_s, window_s = precision.costs(ok)
     chosen = precision.design(ok)
-    m = chosen["iterations"]
+    m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
     print(f"measured: a fork costs {fork_s:.0f} s before its first window, a window {window_s:.1f} s")
-    print(f"iterations=auto would choose: {chosen['why']}")
+    print(f"iterations=auto would choose: {chosen['why']}"
+          + (f"; {m} measured, so {m} are used" if m < chosen["iterations"] else ""))
 
     def times(picks=None) -> tuple[float, float, int, int]:
         k1 = forks_needed(log_variances(windows, 1, picks), names[0])
