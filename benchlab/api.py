@@ -173,10 +173,12 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                 reached = precision_rule.enough(records, baseline or names[0], precision)
                 if reached:  # a whole round is done and every ratio is known well enough
                     break
-            if iterations == precision_rule.AUTO and repeat > 2 and chosen is None:
-                chosen = precision_rule.design(records)
-            windows = _windows(base, run_name(spec, repeat), iterations if iterations != precision_rule.AUTO else
-                               chosen["iterations"] if chosen else precision_rule.PILOT_WINDOWS)
+            count = iterations
+            if iterations == precision_rule.AUTO:  # the pilot's windows for two rounds, then the design's
+                if repeat > 2 and chosen is None:
+                    chosen = precision_rule.design(records)
+                count = chosen["iterations"] if chosen else precision_rule.PILOT_WINDOWS
+            windows = _windows(base, run_name(spec, repeat), count)
             previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
             if all(p is not None for p in previous):
                 records.extend(previous)

@@ -81,14 +81,18 @@ def varying(frame: pd.DataFrame) -> list[str]:
 
 # --- forks: a server process, warmed once, and the windows measured in it --------------------------------
 
+def fork_key(fork, run_id, started_at) -> str:
+    """A run's fork, as a key: the stored ``fork``, or for a run stored before forks had iterations (or
+    made in memory) its id and start, so that it is its own fork of one window."""
+    return fork if isinstance(fork, str) else f"{run_id}@{started_at}"
+
+
 def fork_keys(runs: pd.DataFrame) -> np.ndarray:
-    """Each run's fork, as a key: the stored ``fork``, or for a run stored before forks had iterations
-    (or made in memory) its id and start, so that it is its own fork of one window."""
+    """:func:`fork_key` of every row of the runs frame."""
     ids = runs["id"].to_numpy(dtype=object) if "id" in runs else np.arange(len(runs)).astype(object)
     starts = runs["started_at"].to_numpy(dtype=object) if "started_at" in runs else np.full(len(runs), None)
     stored = runs["fork"].to_numpy(dtype=object) if "fork" in runs else np.full(len(runs), None)
-    return np.array([f if isinstance(f, str) else f"{i}@{s}" for f, i, s in zip(stored, ids, starts)],
-                    dtype=object)
+    return np.array(list(map(fork_key, stored, ids, starts)), dtype=object)
 
 
 def fork_means(values, forks) -> np.ndarray:

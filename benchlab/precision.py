@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from . import stats
+from . import cells, stats
+from .results import span
 
 AUTO = "auto"
 
@@ -24,7 +25,7 @@ def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
             continue
         params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
         cell = json.dumps(params, sort_keys=True, default=str)
-        fork = record.params.get("fork") or f"{record.id}@{record.started_at}"
+        fork = cells.fork_key(record.params.get("fork"), record.id, record.started_at)
         windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
             record.metrics.get("rps"))
     return windows
@@ -70,25 +71,16 @@ PILOT_WINDOWS = 3
 MAX_WINDOWS = 10
 
 
-def _seconds(start, end) -> float | None:
-    import datetime as dt
-
-    try:
-        return (dt.datetime.fromisoformat(end) - dt.datetime.fromisoformat(start)).total_seconds()
-    except (TypeError, ValueError):
-        return None
-
-
 def costs(records) -> tuple[float, float]:
     """(seconds a fork costs before its first window, seconds a window costs), from the finished runs: a
     window is a run that is not its fork's first (its start to its end); a fork is its first run's span
     less one window, so its start, verify and warm-up. Falls back on warmup_s and the measured time."""
     ok = [r for r in records if r.status == "ok"]
-    later = [_seconds(r.started_at, r.finished_at) for r in ok if (r.params.get("iteration") or 1) > 1]
+    later = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
     later = [s for s in later if s is not None and s > 0]
     window = (sum(later) / len(later) if later else
               sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
-    firsts = [_seconds(r.started_at, r.finished_at) for r in ok if (r.params.get("iteration") or 1) == 1]
+    firsts = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
     firsts = [s - window for s in firsts if s is not None]
     if not firsts:
         firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("iteration") or 1) == 1]

@@ -50,7 +50,7 @@ def pin_threads(pid: int, cpus) -> None:
 
 
 class LocalInstance:
-    def __init__(self, server, launch: Launch, argv: list[str]):
+    def __init__(self, server, launch: Launch, argv: list[str], *, wide: bool = False):
         self.server = server
         self.launch = launch
         self.argv = argv
@@ -58,7 +58,7 @@ class LocalInstance:
         self.startup_ms = 0.0
         self._log = open(launch.log_path, "ab")
         env = dict(os.environ, **dict(server.env)) if server.env else None
-        self.wide = _wide(server, launch)
+        self.wide = wide  # started on the run's cores too, pinned to its own once it answers (_wide)
         cpus = tuple(sorted(set(launch.start_cpus) | set(launch.cpus))) if self.wide else launch.cpus
         self.process = process.start(argv, cpus=cpus, stdout=self._log, stderr=self._log, env=env)
         self.metadata = {"pid": self.process.pid, "argv": argv, "cpus": list(launch.cpus)}
@@ -110,11 +110,11 @@ class LocalBackend:
         if server.kind == "command":
             process.require(server.command[0], f"install {server.command[0]} or give its full path")
         check_port_free(launch.port, launch.host)
-        jvm_opts = ((f"-XX:ActiveProcessorCount={len(launch.cpus)}", *launch.jvm_opts) if _wide(server, launch)
-                    else launch.jvm_opts)
+        wide = _wide(server, launch)
+        jvm_opts = (f"-XX:ActiveProcessorCount={len(launch.cpus)}", *launch.jvm_opts) if wide else launch.jvm_opts
         argv = server.argv(launch.port, jvm_opts=jvm_opts, java=launch.java, host=launch.host, cds=launch.cds)
         began = time.monotonic()
-        instance = LocalInstance(server, launch, argv)
+        instance = LocalInstance(server, launch, argv, wide=wide)
         try:
             instance.wait()
         except BaseException:
