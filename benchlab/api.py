@@ -7,14 +7,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import backends, jars, locks, servers
-from . import precision as precision_rule
+from .analysis import precision as precision_rule
 from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
-from .files import slug, under
-from .matrix import load_tag, matrix, run_name, suite_id
-from .measure import failed, fork, measure, new_run_id, now
-from .results import Run
-from .spec import RESTARTS, RunSpec, keywords, prepare, results_home
+from .running import backends, jars, servers
+from .running.matrix import load_tag, matrix, run_name, suite_id
+from .running.measure import failed, fork, measure, new_run_id, now
+from .running.spec import RESTARTS, RunSpec, keywords, prepare, results_home
+from .store import locks
+from .store.files import slug, under
+from .store.results import Run
 
 
 def _per_run(given: dict) -> dict:
@@ -34,7 +35,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response,
-    warms it up (``warmup="auto"``: until its throughput stops rising, see :mod:`benchlab.warmup`; or a
+    warms it up (``warmup="auto"``: until its throughput stops rising, see :mod:`benchlab.running.warmup`; or a
     fixed time such as ``"30s"``), then offers the load for ``duration`` from ``load_cpus`` while sampling
     both sides' CPU and memory. The result is written to ``results_dir/<run id>/run.json`` with the load
     tool's raw output and the server log beside it. Every option is checked before anything is built,
@@ -107,7 +108,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
         warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
         (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
-        fork-to-fork and window-to-window spread apart (:func:`benchlab.stats.components`). "auto": the
+        fork-to-fork and window-to-window spread apart (:func:`benchlab.analysis.stats.components`). "auto": the
         first two rounds measure 3 windows a fork, then Kalibera and Jones' rule picks the count that buys
         the most precision for the time, from what a fork and a window cost and how much each varies
         (``Suite.design`` says what it chose and why).
@@ -120,7 +121,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     factors : server settings crossed with every server, e.g. ``{"virtual_threads": [False, True],
         "java": [17, 25]}``: each combination is one more server, named after its settings
         (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See
-        :mod:`benchlab.factors`.
+        :mod:`benchlab.running.factors`.
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
 
@@ -133,8 +134,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     ...                          duration="10s", warmup="5s")              # doctest: +SKIP
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
-    from .progress import Progress
-    from .suite import Suite
+    from .analysis.suite import Suite
+    from .running.progress import Progress
 
     if iterations != precision_rule.AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int)
                                              or iterations < 1):
@@ -241,7 +242,7 @@ def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
 
 def _finished(done: Path) -> Run | None:
     """The finished run stored at ``done``, or None: not there, failed, or damaged (all three run again)."""
-    from .results import read
+    from .store.results import read
 
     if not done.exists():
         return None

@@ -1,6 +1,6 @@
 """The benchlab command: every subcommand and flag, parsed here and nowhere else.
 
-The flags of run and compare are generated from :data:`benchlab.spec.OPTIONS`. A BenchlabError prints as
+The flags of run and compare are generated from :data:`benchlab.running.spec.OPTIONS`. A BenchlabError prints as
 one line without a traceback; the exit code says what happened (:data:`EXIT_OK` and the others below).
 """
 
@@ -35,11 +35,11 @@ _SCALARS = {"text": str, "int": int, "float": float, "count": count}
 
 
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
-    """The command's flags, generated from :data:`benchlab.spec.OPTIONS`: the function's defaults apply."""
+    """The command's flags, generated from :data:`benchlab.running.spec.OPTIONS`: the function's defaults apply."""
     import inspect
 
     from . import api
-    from .spec import options
+    from .running.spec import options
 
     defaults = inspect.signature(getattr(api, where)).parameters
     for option in options(where):
@@ -60,7 +60,7 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
 
 def _given(args, where: str) -> dict:
     """The options given on the command line, as the Python function takes them."""
-    from .spec import options
+    from .running.spec import options
 
     kinds = {o.name: o.kind for o in options(where)}
     given = {k: v for k, v in vars(args).items() if k in kinds}
@@ -68,7 +68,7 @@ def _given(args, where: str) -> dict:
 
 
 def cmd_build(args) -> int:
-    from .jars import build
+    from .running.jars import build
 
     outcome = build(force=args.force, quiet=not args.verbose)
     if outcome["built"]:
@@ -82,8 +82,7 @@ def cmd_build(args) -> int:
 
 def cmd_run(args) -> int:
     from .api import run
-
-    from .terminal import format_run, printable
+    from .present.terminal import format_run, printable
 
     print(printable(format_run(run(**_given(args, "run")))))
     return 0
@@ -91,8 +90,7 @@ def cmd_run(args) -> int:
 
 def cmd_compare(args) -> int:
     from .api import compare
-
-    from .terminal import print_suite
+    from .present.terminal import print_suite
 
     suite = compare(**_given(args, "compare"))
     print_suite(suite)
@@ -106,8 +104,8 @@ def cmd_compare(args) -> int:
 def cmd_show(args) -> int:
     import warnings
 
-    from .suite import load
-    from .terminal import print_suite
+    from .analysis.suite import load
+    from .present.terminal import print_suite
 
     with warnings.catch_warnings():  # the damaged files are printed with the flags, a line each
         warnings.simplefilter("ignore")
@@ -121,8 +119,8 @@ def _print_image(image) -> None:
 
 
 def cmd_image(args) -> int:
-    from .backends.docker import images
-    from .backends.docker.engine import connect
+    from .running.backends.docker import images
+    from .running.backends.docker.engine import connect
 
     client = connect(args.docker_host)
     if args.action in ("base", "all"):
@@ -165,7 +163,7 @@ def cmd_batch(args) -> int:
 
 def cmd_doctor(args) -> int:
     """Print the table of load tools and runtimes; exit 1 when a driver is missing."""
-    from .doctor import doctor_exit
+    from .running.doctor import doctor_exit
 
     return doctor_exit()
 
@@ -183,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_options(p, "run")
     p.set_defaults(func=cmd_run)
 
-    from .backends.docker.images import REGISTRY_BASE
+    from .running.backends.docker.images import REGISTRY_BASE
 
     p = sub.add_parser("image", help="build the docker images (offline base, servers, wrk); skipped when unchanged")
     p.add_argument("action", choices=["base", "servers", "wrk", "all"])
@@ -262,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except BenchlabError as exc:
-        from .terminal import printable
+        from .present.terminal import printable
 
         first, _, rest = printable(str(exc)).partition("\n")  # it may quote a stored file
         print(f"benchlab: error: {first}", file=sys.stderr)

@@ -5,7 +5,7 @@ around :func:`execute` and :func:`batch`. A notebook that fails is still written
 banner, and rendered to HTML; the error then names the failing cell.
 
 The HTML page, with the Vega libraries inlined so it shows its charts offline, is
-:mod:`benchlab.render`'s job.
+:mod:`benchlab.present.render`'s job.
 
 Example
 -------
@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import home
 from .errors import BenchlabError, UsageError
-from .notebook import VEGALITE_MIMETYPE, ParameterError, check_given  # noqa: F401 - re-exported for report's callers
-from .render import to_html
+from .present.notebook import VEGALITE_MIMETYPE, ParameterError, check_given  # noqa: F401 - re-exported for report's callers
+from .present.render import to_html
 
 __all__ = [
     "Report",
@@ -101,7 +102,7 @@ KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=ERROR",)
 
 def _each(value) -> list:
     """A parameter's values: a list as it is, "a,b" (the command line's list) split, else the one value."""
-    from .notebook import _scalar
+    from .present.notebook import _scalar
 
     if isinstance(value, str) and "," in value:
         return [_scalar(part) for part in value.split(",") if part.strip()]
@@ -109,10 +110,10 @@ def _each(value) -> list:
 
 
 def check_options(given: Mapping[str, Any]) -> None:
-    """The report parameters that are options of ``compare()``/``run()`` (:data:`benchlab.spec.OPTIONS`), each
+    """The report parameters that are options of ``compare()``/``run()`` (:data:`benchlab.running.spec.OPTIONS`), each
     checked by that option's own rule before a kernel starts: ``repeats`` a whole number or "auto", the
-    load's times and counts by :class:`~benchlab.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
-    a choice among its choices, each server by :func:`benchlab.servers.get`. A re-render (``run=False``)
+    load's times and counts by :class:`~benchlab.running.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
+    a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``run=False``)
     uses none of them. What needs the machine (tools, ports, an engine) is still checked by ``compare()``.
 
     Example
@@ -123,9 +124,10 @@ def check_options(given: Mapping[str, Any]) -> None:
     """
     if given.get("run") is False:
         return
-    from . import cores, servers, spec
-    from .load import Load, _positive_int, parse_duration
-    from .matrix import check_repeats
+    from . import cores
+    from .running import servers, spec
+    from .running.load import Load, _positive_int, parse_duration
+    from .running.matrix import check_repeats
 
     choices = {o.name: o.choices for o in spec.OPTIONS if o.choices}
     for name, value in given.items():

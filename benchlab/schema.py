@@ -41,7 +41,7 @@ RESOURCES = (
     "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
     "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
     "startup_ms", "warmup_s", "warm", "drift", "drift_limit",
-    # the JVM's own counters (benchlab.perfdata) over the measured window, and the warm-up's judgement
+    # the JVM's own counters (benchlab.running.perfdata) over the measured window, and the warm-up's judgement
     "warmup_class", "jit_quiet_s", "jit_compile_s", "jit_share", "gc_count", "gc_share", "safepoint_share",
     "server_idle_s",
 )
@@ -66,7 +66,7 @@ ACCEPT_QUEUE_NOTE = ("{connections:.0f} connections opened at once against an ac
                      "server's {setting:.0f}, capped by the kernel's somaxconn {somaxconn:.0f}): raise the "
                      "server's setting (Tomcat: server.tomcat.accept-count) or open fewer connections")
 
-#: A variant's settings (:mod:`benchlab.variants`), empty for a server's default. ``java_major`` is the
+#: A variant's settings (:mod:`benchlab.running.variants`), empty for a server's default. ``java_major`` is the
 #: variant's java setting (17, 25); ``java``, the run's java option, is the JVM of servers without one.
 SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 
@@ -85,7 +85,7 @@ PARAMS = (
 #: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.
 SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
 
-#: The server JVM's counters as the monitor reads them (benchlab.perfdata), each cumulative since the JVM
+#: The server JVM's counters as the monitor reads them (benchlab.running.perfdata), each cumulative since the JVM
 #: started: JIT compile time (s) and count, invalidated compiled methods, GC collections and pause time
 #: (s), safepoints and their time (s). Stored rows put the sample's ``t`` first.
 COUNTER_FIELDS = ("compile_s", "compiles", "invalidations", "gc_count", "gc_s", "safepoints", "safepoint_s")
@@ -142,7 +142,7 @@ FLAGS = {
     "damaged": "{line}",
 }
 
-#: What a published claim is judged to be from our runs (:func:`benchlab.claims.judge`), and what each
+#: What a published claim is judged to be from our runs (:func:`benchlab.analysis.claims.judge`), and what each
 #: word means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed when any pair is.
 CLAIM_VERDICTS = {
     "holds": "significant, in the published direction, and the published ratio is inside our interval",
@@ -152,3 +152,18 @@ CLAIM_VERDICTS = {
     "not testable here": "our runs cannot judge it: not run at that load, or generator-bound, failed, not warm, "
                          "or with errors above 0.1% of requests",
 }
+
+
+#: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's column in
+#: the runs frame.
+FACTOR_COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",
+                  "aot": "aot", "java": "java_major", "server_cpus": "server_cpus"}
+
+
+def base_name(server: str) -> str:
+    """The server a variant is a variant of: ``spring-tomcat+vt@java25`` -> ``spring-tomcat``.
+
+    >>> base_name("spring-tomcat+vt@java25")
+    'spring-tomcat'
+    """
+    return server.partition("@")[0].split("+")[0]

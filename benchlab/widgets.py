@@ -19,8 +19,9 @@ Example
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .errors import BenchlabError, UsageError
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     import altair as alt
     import pandas as pd
 
-    from .results import Run
+    from .store.results import Run
 
 __all__ = ["Panel"]
 
@@ -60,7 +61,7 @@ class Panel:
         import ipywidgets as w
 
         from . import home
-        from .servers import BUILTINS, SCENARIOS
+        from .running.servers import BUILTINS, SCENARIOS
 
         unknown = [s for s in servers if s not in BUILTINS]
         if unknown:
@@ -125,7 +126,7 @@ class Panel:
         import datetime as dt
 
         from .api import compare
-        from .load import parse_duration
+        from .running.load import parse_duration
 
         chosen = list(self.servers.value)
         try:
@@ -187,34 +188,34 @@ class Panel:
 
     # -- what it shows ---------------------------------------------------------------------------------
     @property
-    def runs(self) -> "pd.DataFrame":
+    def runs(self) -> pd.DataFrame:
         """The tidy frame of every run shown."""
-        from .results import frame
+        from .store.results import frame
 
         return frame(self.records)
 
     def _note(self) -> str:
-        from . import charts
+        from .present import charts
 
         metadata = next((r.metadata for r in self.records if r.status == "ok"), {})
         return charts.describe(self.runs, machine=charts.machine(metadata))
 
-    def throughput(self) -> "alt.TopLevelMixin":
-        """The throughput chart of the runs shown (see :func:`benchlab.charts.throughput`)."""
-        from . import charts
+    def throughput(self) -> alt.TopLevelMixin:
+        """The throughput chart of the runs shown (see :func:`benchlab.present.charts.throughput`)."""
+        from .present import charts
 
         return charts.throughput(self.runs, note=self._note())
 
-    def latency(self) -> "alt.TopLevelMixin":
-        """The latency percentile chart of the runs shown (see :func:`benchlab.charts.latency`)."""
-        from . import charts
+    def latency(self) -> alt.TopLevelMixin:
+        """The latency percentile chart of the runs shown (see :func:`benchlab.present.charts.latency`)."""
+        from .present import charts
 
         return charts.latency(self.runs, note=self._note())
 
-    def table(self) -> "pd.DataFrame":
-        """The runs shown, for reading (:func:`benchlab.formatting.runs`): the setup where it varies, rps, p50,
+    def table(self) -> pd.DataFrame:
+        """The runs shown, for reading (:func:`benchlab.present.formatting.runs`): the setup where it varies, rps, p50,
         p99 in ms, errors, CPU. The raw frame, in seconds, is :attr:`runs`."""
-        from .formatting import runs
+        from .present.formatting import runs
 
         return runs(self.runs)
 

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 import benchlab
-from benchlab import cells, intervals, stats
+from benchlab.analysis import cells, intervals, stats
 
 NAMES = ("spring-tomcat", "spring-tomcat+threads200")
 ALPHA = 0.05

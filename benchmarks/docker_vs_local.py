@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlab  # noqa: E402
 from benchlab import images  # noqa: E402
-from benchlab.backends.docker import connect  # noqa: E402
+from benchlab.running.backends.docker import connect  # noqa: E402
 
 
 def main() -> int:

@@ -32,10 +32,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchlab  # noqa: E402
-from benchlab import backends, servers  # noqa: E402
-from benchlab.backends.local import LocalBackend  # noqa: E402
 from figures import ratio_interval  # noqa: E402
+
+import benchlab  # noqa: E402
+from benchlab.running import backends, servers  # noqa: E402
+from benchlab.running.backends.local import LocalBackend  # noqa: E402
 
 DRIVERS = ("wrk", "wrk-count", "h2load", "jmeter", "vegeta")
 MODELS = {"wrk": "duration", "wrk-count": "count", "h2load": "count", "jmeter": "count", "vegeta": "rate"}

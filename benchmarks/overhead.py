@@ -26,10 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlab import backends, drivers, jars, process, warmup
-from benchlab.monitor import Monitor
-from benchlab.spec import prepare
 from figures import line
+
+from benchlab.running import backends, drivers, jars, process, warmup
+from benchlab.running.monitor import Monitor
+from benchlab.running.spec import prepare
 
 
 def main() -> None:

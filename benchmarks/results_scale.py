@@ -1,7 +1,7 @@
 """How long does reading and summarising 10,000 stored runs take? benchlab.load, then the statistics.
 
 It writes N realistic runs (3 servers x 2 cells x N/6 repeats, with monitor samples, metadata, a latency
-histogram and a few failed runs) into a temporary directory with ``benchlab.results.save``, then times, over several rounds
+histogram and a few failed runs) into a temporary directory with ``benchlab.store.results.save``, then times, over several rounds
 in alternating order (load then analyse, analyse then load), (a) ``benchlab.load(dir)`` and (b)
 ``suite.summary(["rps", "p50", "p99"])`` + ``suite.flags()`` + ``suite.verdicts()``, after one untimed
 load and analysis (imports such as scipy's are paid once a session). Every analysis is of a suite not
@@ -30,10 +30,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import benchlab  # noqa: E402
-from benchlab.histogram import Histogram  # noqa: E402
-from benchlab.results import Run, save  # noqa: E402
 from figures import line  # noqa: E402
+
+import benchlab  # noqa: E402
+from benchlab.store.histogram import Histogram  # noqa: E402
+from benchlab.store.results import Run, save  # noqa: E402
 
 GOAL_S = 2.0
 SERVERS = {"spring-tomcat": 21_000.0, "spring-jetty": 36_000.0, "spring-undertow": 31_000.0}

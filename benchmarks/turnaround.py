@@ -11,7 +11,7 @@ starting, verifying, stopping and storing cost per run. Goal: at most 1.25x.
 With ``--verdict``: the wall time a verdict costs. The three servlet servers are compared with ``--repeats``
 forks each of ``--windows`` windows (warm-up auto), once. From those same forks, side by side, two designs:
 one window per fork (each fork's first window: what ``iterations=1`` measures), and the windows a fork that
-``iterations="auto"`` chooses from them (:func:`benchlab.precision.design`, Kalibera and Jones). For each,
+``iterations="auto"`` chooses from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each,
 the forks needed until every rps ratio to the baseline is within +/-5% (its fork means' log variance per
 server, Welch's t) and so the wall time, each fork costing its start and warm-up plus its windows as measured.
 The ratio of the two times has a 95% interval from a bootstrap over each server's forks. Goal: at most 0.5.
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import benchlab
-from benchlab import backends, jars, process, servers
+from benchlab.running import backends, jars, process, servers
 
 
 def startup_seconds(server: servers.Server, *, cds: bool, core: int, log: Path) -> float:
@@ -137,7 +137,7 @@ def log_variances(windows: dict, m: int, picks: dict | None = None) -> dict:
 
 
 def verdict_time(args) -> None:
-    from benchlab import precision
+    from benchlab.analysis import precision
 
     names = args.servers.split(",")
     results = args.results or tempfile.mkdtemp(prefix="benchlab-verdict-")

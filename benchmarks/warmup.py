@@ -2,10 +2,10 @@
 after a 300 s warm-up of the same JVM.
 
 Each round starts every server once (in an order that alternates between rounds), warms it with the
-``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.warmup`), measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
+``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.running.warmup`), measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
 measurements come from one JVM, so their ratio (auto / 300 s) carries no fork-to-fork noise: it says only
 whether auto stopped too early. The JVM's compile time is read after every slice the whole time, so the
-time its JIT went quiet for good (``benchlab.warmup.quiet_since``) is known from the whole 300 s curve,
+time its JIT went quiet for good (``benchlab.running.warmup.quiet_since``) is known from the whole 300 s curve,
 and an auto call made before it is a *false steady call*. With ``--aot`` each server runs on Java 25 twice,
 without and with its AOT cache (``X@java25`` and ``X+aot@java25``, the cache trained with real requests
 before the first round), and the script says how much sooner the JIT went quiet with the cache and
@@ -28,17 +28,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import benchlab
-from benchlab import backends, drivers, warmup
-from benchlab.spec import prepare
 from figures import line
+
+import benchlab
+from benchlab.running import backends, drivers, warmup
+from benchlab.running.spec import prepare
 
 
 def one_fork(server: str, *, duration: str, connections: int, long: float, workdir: Path) -> dict:
     """Warm one fresh JVM with auto, measure; warm it on to ``long`` seconds, measure again."""
     spec = prepare(server, "hello", connections=connections, duration=duration, warmup="auto")
     driver = drivers.get(spec.driver, spec.load.model)
-    benchlab.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
+    benchlab.running.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
     backend = backends.get("local")
     workdir.mkdir(parents=True, exist_ok=True)
     instance = backend.start(spec.server, spec.launch(f"warmup-{server}", workdir / "server.log"))

@@ -17,10 +17,12 @@ import re
 import tempfile
 from pathlib import Path
 
-import benchlab
-from benchlab import backends, cores, process, servers
-from benchlab.drivers import wrk as wrk_driver
 from figures import line
+
+import benchlab
+from benchlab import cores
+from benchlab.running import backends, process, servers
+from benchlab.running.drivers import wrk as wrk_driver
 
 COUNTER = r"""
 local counts = {}

@@ -3,7 +3,7 @@
     python3 notebooks/report_order.py
 
 compare.ipynb reads: what was measured (the header), the verdicts, the charts, then the detailed tables
-(summary, flags, every run), with the numbers formatted for people (benchlab.formatting). The script
+(summary, flags, every run), with the numbers formatted for people (benchlab.present.formatting). The script
 works on sections (a markdown cell opening with "## " and the code cells after it), found by their
 headings, not by position: a section it does not know (one a merge added) keeps its place after the
 section it followed. Running it twice changes nothing.

@@ -46,7 +46,7 @@ def imports(name: str) -> set[str]:
         else:
             continue
         for target in targets:
-            while target and target not in MODULES:  # "import benchlab.drivers.wrk.x" -> the module it names
+            while target and target not in MODULES:  # "import benchlab.running.drivers.wrk.x" -> the module it names
                 target = target.rpartition(".")[0]
             if target and target != name:
                 found.add(target)
@@ -98,9 +98,48 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_import_graph_has_no_cycle():
     graph = {name: imports(name) for name in MODULES}
-    assert "benchlab.backends.docker.images" in graph["benchlab.backends.docker.backend"]  # the scan sees imports
+    assert "benchlab.running.backends.docker.images" in graph["benchlab.running.backends.docker.backend"]  # the scan sees imports
     found = cycles(graph)
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
+
+
+#: What each layer may import. The base is the vocabulary every layer shares; the entry points (the public
+#: face, the command line, the notebook panel and the report) may import anything.
+BASE = {"benchlab.errors", "benchlab.schema", "benchlab.home", "benchlab.version", "benchlab.cores"}
+ENTRY = {"benchlab", "benchlab.__main__", "benchlab.api", "benchlab.cli", "benchlab.report", "benchlab.widgets"}
+MAY_IMPORT = {
+    "base": {"base"},
+    "store": {"base", "store"},
+    "analysis": {"base", "store", "analysis"},
+    "present": {"base", "store", "analysis", "present"},
+    "running": {"base", "store", "analysis", "running"},
+}
+
+
+def layer(name: str) -> str:
+    if name in BASE:
+        return "base"
+    if name in ENTRY:
+        return "entry"
+    parts = name.split(".")
+    assert len(parts) >= 2 and parts[1] in MAY_IMPORT, f"{name} belongs to no layer: move it into one"
+    return parts[1]
+
+
+def test_every_module_has_a_layer():
+    assert {layer(name) for name in MODULES} == {"base", "entry", *MAY_IMPORT}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    wrong = []
+    for name in sorted(MODULES):
+        own = layer(name)
+        if own == "entry":
+            continue
+        for target in sorted(imports(name)):
+            if layer(target) not in MAY_IMPORT[own]:
+                wrong.append(f"{name} ({own}) imports {target} ({layer(target)})")
+    assert not wrong, "imports against the layer direction: " + "; ".join(wrong)
 
 
 def test_a_cycle_is_named():
@@ -176,6 +215,6 @@ def test_the_vocabulary_scan_finds_a_copy():
 
 
 def test_the_flags_explained_are_schemas():
-    from benchlab import flags
+    from benchlab.analysis import flags
 
     assert flags.FLAGS is schema.FLAGS

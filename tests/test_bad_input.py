@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchlab.locks import ResultsWriter
+from benchlab.store.locks import ResultsWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "docs" / "bad-input.md"
@@ -95,8 +95,8 @@ def scene(tmp_path):
 
 def _damaged_results(tmp: Path) -> None:
     """A folder per kind of damage the reading rows name, each made from one good stored run."""
-    from benchlab.histogram import Histogram
-    from benchlab.results import Run, save
+    from benchlab.store.histogram import Histogram
+    from benchlab.store.results import Run, save
 
     good = Run(id="r1", params={"server": "s", "scenario": "hello"}, metrics={"rps": 100.0, "errors_timeout": 500},
                metadata={}, samples=((0.25, "server", 95.0, 1e8),))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import servers
 from benchlab.errors import BuildError, ToolMissing
+from benchlab.running import servers
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import backends, servers
-from benchlab import jars as building
-from benchlab.backends.local import LocalBackend
+from benchlab.running import backends, servers
+from benchlab.running import jars as building
+from benchlab.running.backends.local import LocalBackend
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def test_a_jvm_starts_on_the_runs_cores_and_then_runs_on_its_own_with_its_own_er
     # its own once it answers: every thread, and -XX:ActiveProcessorCount keeps what one core chooses.
     import os
 
-    from benchlab.backends.base import Launch
+    from benchlab.running.backends.base import Launch
 
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two cores")

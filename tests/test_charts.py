@@ -1,19 +1,21 @@
 """Chart specs: each chart's encodings, fields and data, read from ``chart.to_dict()``.
 
-The frames are built from real :class:`benchlab.results.Run` records, so they have exactly the columns
+The frames are built from real :class:`benchlab.store.results.Run` records, so they have exactly the columns
 ``results.frame()`` gives; every chart is also rendered to SVG through vl-convert, which catches specs
 that Vega-Lite accepts as JSON but cannot draw.
 """
 
 from __future__ import annotations
 
-
 import pandas as pd
 import pytest
 
-from benchlab import stats, charts, results
-from benchlab.suite import Suite
+from benchlab import schema
+from benchlab.analysis import stats
+from benchlab.analysis.suite import Suite
 from benchlab.errors import BenchlabError, ResultsError
+from benchlab.present import charts
+from benchlab.store import results
 
 SERVERS = ("spring-tomcat", "spring-jetty")
 
@@ -21,7 +23,7 @@ SERVERS = ("spring-tomcat", "spring-jetty")
 def make_run(server: str, repeat: int, *, connections: int = 200, rps: float = 1000.0, scenario: str = "hello",
              load: str = "duration", rate: float | None = None, p999: float | None = 0.012,
              status: str = "ok") -> results.Run:
-    metrics = {name: None for name in results.METRICS}
+    metrics = {name: None for name in schema.METRICS}
     if status == "ok":
         metrics.update(requests=int(rps * 2), elapsed_s=2.0, rps=rps, p50=0.001 * repeat, p75=0.002, p90=0.004,
                        p99=0.008, p999=p999, p9999=None if p999 is None else p999 * 1.5, errors_connect=0,
@@ -154,7 +156,8 @@ def test_resource_timeline_shows_server_cpu_and_rss_in_mib(suite_runs):
 
 def test_warmup_curves_draw_a_line_per_run_and_dash_a_warm_up_that_hit_its_limit():
     from dataclasses import replace
-    from benchlab import steady
+
+    from benchlab.analysis import steady
 
     def warmed(run, rps, ended):
         slices = [{"t": 5.0 * (i + 1), "rps": value, "p99": 0.01} for i, value in enumerate(rps)]
@@ -242,7 +245,7 @@ def test_a_sweep_of_one_point_still_draws():
 def test_spectrum_draws_merged_lines_bands_and_faint_runs(tmp_path):
     import numpy as np
 
-    from benchlab.histogram import Histogram
+    from benchlab.store.histogram import Histogram
 
     records = []
     for i, run in enumerate(make_run(s, r, connections=16) for r in (1, 2, 3) for s in SERVERS):
@@ -269,7 +272,7 @@ def test_spectrum_draws_merged_lines_bands_and_faint_runs(tmp_path):
 
 
 def test_spectrum_without_histograms_says_what_to_chart_instead(tmp_path):
-    import benchlab.tails as tails
+    import benchlab.analysis.tails as tails
 
     empty = tails.latency([], results.frame([]))
     with pytest.raises(ResultsError, match="charts.latency"):

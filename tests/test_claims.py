@@ -1,4 +1,4 @@
-"""Each verdict rule of benchlab.claims on constructed suites, and the claims table against the published figures."""
+"""Each verdict rule of benchlab.analysis.claims on constructed suites, and the claims table against the published figures."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab import Suite, claims, home
-from benchlab.results import Run
+from benchlab import Suite, home
+from benchlab.analysis import claims
 from benchlab.schema import CLAIM_VERDICTS
+from benchlab.store.results import Run
 
 
 def runs(server: str, rps: list[float], *, p99: list[float] | None = None, connections: int = 200,

@@ -145,7 +145,7 @@ def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(j
     assert summary.loc["spring-tomcat", "mean"] == pytest.approx(means["spring-tomcat"].mean())
     table = suite.table("rps")
     assert list(table.columns[:2]) == ["fork 1", "fork 2"] and (table["windows"] == 6).all()
-    from benchlab import header
+    from benchlab.present import header
 
     assert "2 per server and setup, each a fork of 3 measured windows" in str(header.measured(suite))
     assert suite.wall_s is not None and suite.wall_s > 12

@@ -21,12 +21,12 @@ import pytest
 from docker.errors import NotFound
 
 import benchlab
-from benchlab import backends, servers
-from benchlab.measure import measure, new_run_id
-from benchlab.spec import prepare
-from benchlab.backends import Launch
-from benchlab.backends.docker import DockerBackend, containers, engine, images
 from benchlab.errors import BuildError, ServerError, ToolMissing, UsageError
+from benchlab.running import backends, servers
+from benchlab.running.backends import Launch
+from benchlab.running.backends.docker import DockerBackend, containers, engine, images
+from benchlab.running.measure import measure, new_run_id
+from benchlab.running.spec import prepare
 
 from .conftest import CAPTURES
 
@@ -337,7 +337,7 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
     suffix = secrets.token_hex(3)
     script = (
         "import sys, time\n"
-        "from benchlab.backends.docker import engine as d\n"
+        "from benchlab.running.backends.docker import engine as d\n"
         "c = d.connect(sys.argv[1])\n"
         "box = c.containers.create(sys.argv[2], command=['wrk', '-v'], name='benchlab-stale-' + sys.argv[3],\n"
         "                          labels={d.RUN_LABEL: 'stale-' + sys.argv[3], d.OWNER_LABEL: d.owner()})\n"

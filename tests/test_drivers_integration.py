@@ -14,12 +14,12 @@ import threading
 import pytest
 
 import benchlab
-from benchlab import backends, drivers, servers
-from benchlab.backends.local import LocalBackend
-from benchlab.drivers import jmeter
 from benchlab.errors import LoadError, ToolMissing, UsageError
-from benchlab.load import Load
-from benchlab.servers import SCENARIOS
+from benchlab.running import backends, drivers, servers
+from benchlab.running.backends.local import LocalBackend
+from benchlab.running.drivers import jmeter
+from benchlab.running.load import Load
+from benchlab.running.servers import SCENARIOS
 
 pytestmark = pytest.mark.integration
 
@@ -240,7 +240,7 @@ def test_the_open_model_sees_a_stall_the_closed_loop_hides(jetty, tmp_path):
 
 def test_doctor_lists_every_driver_and_runtime(capsys):
     from benchlab.cli import main
-    from benchlab.doctor import doctor
+    from benchlab.running.doctor import doctor
 
     rows = {row["tool"]: row for row in doctor()}
     assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker"]
@@ -253,7 +253,7 @@ def test_doctor_lists_every_driver_and_runtime(capsys):
 
 
 def test_doctor_says_how_to_install_what_is_missing(tmp_path, monkeypatch):
-    from benchlab.doctor import doctor
+    from benchlab.running.doctor import doctor
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("BENCHLAB_HOME", str(tmp_path))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.drivers import h2load, jmeter, latency, vegeta
 from benchlab.errors import LoadError, UsageError
-from benchlab.load import Load
-from benchlab.results import METRICS
-from benchlab.servers import SCENARIOS
+from benchlab.running.drivers import h2load, jmeter, latency, vegeta
+from benchlab.running.load import Load
+from benchlab.running.servers import SCENARIOS
+from benchlab.schema import METRICS
 
 CAPTURES = Path(__file__).parent / "captures"
 PERCENTILES = ("p50", "p75", "p90", "p99", "p999", "p9999")
@@ -156,7 +156,7 @@ def test_jmeter_checks_its_jtl_exists(tmp_path):
 # --- wrk's count mode ----------------------------------------------------------------------------------
 
 def test_wrk_count_argv_script_and_a_run_cut_short(tmp_path):
-    from benchlab.drivers import wrk
+    from benchlab.running.drivers import wrk
 
     load = Load.count(users=8, loops=10, threads=3)
     invocation = wrk.Wrk().command("http://127.0.0.1:8080", SCENARIOS["hello"], load, phase="measure", workdir=tmp_path)
@@ -232,7 +232,7 @@ def test_vegeta_argv(tmp_path):
 
 def test_h2load_against_tomcat_keeps_the_run_and_says_statuses_are_unchecked():
     """Tomcat sends "HTTP/1.1 200 " with no reason phrase; h2load then counts every answer as failed."""
-    from benchlab.drivers import h2load
+    from benchlab.running.drivers import h2load
 
     out = (CAPTURES / "h2load-tomcat.out").read_text()
     assert "0 succeeded, 40 failed" in out
@@ -245,7 +245,7 @@ def test_h2load_against_tomcat_keeps_the_run_and_says_statuses_are_unchecked():
 
 def test_drivers_keep_no_state_between_command_and_parse(tmp_path):
     """command() returns what parse() needs; the driver object itself is left as it was."""
-    from benchlab import drivers
+    from benchlab.running import drivers
 
     loads = {"wrk": Load(connections=2, duration=1, warmup=1), "h2load": Load.count(users=2, loops=2, warmup=1),
              "vegeta": Load.constant_rate(10, duration=1, warmup=1)}

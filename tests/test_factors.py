@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import charts, factors, results, servers, variants
 from benchlab.errors import UsageError
-from benchlab.matrix import matrix
+from benchlab.present import charts
+from benchlab.running import factors, servers, variants
+from benchlab.running.matrix import matrix
+from benchlab.store import results
 
 ROOT = Path(__file__).resolve().parent.parent
 JDK25 = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
@@ -50,12 +52,12 @@ def test_settings_become_jvm_options_and_spring_properties():
                     "--server.port=8080", "--server.address=127.0.0.1"]
     assert benchlab.Server.spring("undertow", max_threads=3).settings.arguments("undertow") == [
         "--server.undertow.threads.worker=3"]
-    spec = benchlab.spec.prepare(server, "hello")
+    spec = benchlab.running.spec.prepare(server, "hello")
     assert spec.server_java == JDK25 and spec.launch("r", Path("/tmp/x.log")).java == JDK25
     params = spec.params()
     assert (params["virtual_threads"], params["max_threads"], params["gc"], params["heap"], params["java_major"]) == (
         True, 64, "parallel", "256m", 25)
-    assert "virtual_threads" not in benchlab.spec.prepare("spring-jetty", "hello").params(), \
+    assert "virtual_threads" not in benchlab.running.spec.prepare("spring-jetty", "hello").params(), \
         "a plain server's runs keep the parameters (and the cell keys) they had"
 
 

@@ -13,15 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import files, jars, process, report
+from benchlab import report
 from benchlab.errors import BuildError, UsageError
+from benchlab.running import jars, process
+from benchlab.store import files
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
 def test_a_written_file_has_the_mode_the_umask_gives(tmp_path, umask, mode):
-    code = (f"import os; os.umask({umask:#o}); from pathlib import Path; from benchlab.files import write_atomic; "
+    code = (f"import os; os.umask({umask:#o}); from pathlib import Path; from benchlab.store.files import write_atomic; "
             f"write_atomic(Path({str(tmp_path / 'run.json')!r}), '{{}}')")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
     assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == mode

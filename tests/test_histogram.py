@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import benchlab
-from benchlab import histogram, tails
-from benchlab.drivers import h2load, wrk
-from benchlab.drivers.latency import percentile
+from benchlab.analysis import tails
+from benchlab.analysis.suite import Suite
 from benchlab.errors import ResultsError
-from benchlab.histogram import Histogram
-from benchlab.results import Run, save
-from benchlab.suite import Suite
+from benchlab.running.drivers import h2load, wrk
+from benchlab.running.drivers.latency import percentile
+from benchlab.store import histogram
+from benchlab.store.histogram import Histogram
+from benchlab.store.results import Run, save
 
 QS = (0.01, 1, 25, 50, 75, 90, 99, 99.9, 99.99, 100)
 RESOLUTION = 0.005  # a bucket's representative is within half of the 1% bucket width of every value in it
@@ -240,8 +241,8 @@ def test_the_windowed_bootstrap_gives_exactly_the_percentiles_of_the_whole_merge
 @pytest.fixture(scope="module")
 def jetty(jars, tmp_path_factory):
     """A Spring Boot Jetty server on core 0, started once for the module and stopped by its pid."""
-    from benchlab import backends, servers
-    from benchlab.backends.local import LocalBackend
+    from benchlab.running import backends, servers
+    from benchlab.running.backends.local import LocalBackend
 
     log = tmp_path_factory.mktemp("jetty") / "server.log"
     launch = backends.Launch(run_id="histogram", port=backends.free_port(), cpus=(0,), log_path=log)

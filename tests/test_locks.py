@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import locks
 from benchlab.errors import UsageError
+from benchlab.store import locks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -29,7 +29,7 @@ def _hold(code: str) -> subprocess.Popen:
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
-    child = _hold(f"from pathlib import Path; from benchlab import locks; w = locks.ResultsWriter(Path({str(tmp_path)!r})); "
+    child = _hold(f"from pathlib import Path; from benchlab.store import locks; w = locks.ResultsWriter(Path({str(tmp_path)!r})); "
                   "print('held', flush=True); import time; time.sleep(30)")
     try:
         with pytest.raises(UsageError) as info:
@@ -45,7 +45,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
 
 
 def test_a_run_waits_for_cores_another_process_holds_and_says_so_once(tmp_path):
-    child = _hold(f"from benchlab import locks; c = locks.cores({FAR_CORES[1:]!r}); c.__enter__(); "
+    child = _hold(f"from benchlab.store import locks; c = locks.cores({FAR_CORES[1:]!r}); c.__enter__(); "
                   "print('held', flush=True); import time; time.sleep(1.0)")
     said = []
     try:
@@ -61,7 +61,7 @@ def test_a_run_waits_for_cores_another_process_holds_and_says_so_once(tmp_path):
 
 
 def test_cores_are_taken_all_or_none():
-    child = _hold(f"from benchlab import locks; c = locks.cores({FAR_CORES[1:]!r}); c.__enter__(); "
+    child = _hold(f"from benchlab.store import locks; c = locks.cores({FAR_CORES[1:]!r}); c.__enter__(); "
                   "print('held', flush=True); import time; time.sleep(30)")
     try:
         import threading

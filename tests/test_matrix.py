@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchlab.errors import UsageError
-from benchlab.matrix import matrix
+from benchlab.running.matrix import matrix
 
 SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 SHORT = {"duration": "1s", "warmup": 0}

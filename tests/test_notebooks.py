@@ -149,7 +149,7 @@ def test_sweep_notebook_over_rates_draws_latency_against_throughput(tmp_path, ja
 
 
 def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
-    from benchlab import claims
+    from benchlab.analysis import claims
     from benchlab.schema import CLAIM_VERDICTS
 
     results = tmp_path / "reproduce-results"
@@ -232,7 +232,7 @@ def test_a_bad_parameter_stops_the_notebook_with_a_clear_first_output(parameters
     ({"run": False}, "run=False re-renders stored results: set results_dir"),
 ])
 def test_a_report_refuses_bad_parameters_before_any_kernel_starts(parameters, message, tmp_path):
-    from benchlab.errors import UsageError, ResultsError
+    from benchlab.errors import ResultsError, UsageError
 
     out = tmp_path / "bad.ipynb"
     with pytest.raises((UsageError, ResultsError), match=re.escape(message)):

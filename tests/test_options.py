@@ -1,5 +1,5 @@
 """Every public option is reachable from the function, the command line and the notebook alike: checked here,
-in one place, against the one list benchlab.spec.OPTIONS (unit tests, nothing starts)."""
+in one place, against the one list benchlab.running.spec.OPTIONS (unit tests, nothing starts)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import api, cli, spec
+from benchlab import api, cli
 from benchlab.errors import UsageError
+from benchlab.running import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +83,7 @@ def test_an_unknown_keyword_is_named_with_the_valid_ones(call, message):
 
 def test_options_once_refused_deep_down_now_work_from_compare(tmp_path):
     """plan, ramp_up and port reach every run of a matrix (they fell into **backend_options before)."""
-    from benchlab.matrix import matrix
+    from benchlab.running.matrix import matrix
 
     jmx = tmp_path / "mine.jmx"
     jmx.write_text('<?xml version="1.0"?><jmeterTestPlan version="1.2"><hashTree><ThreadGroup testclass="ThreadGroup"/></hashTree></jmeterTestPlan>')

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchlab import notebook, report
+from benchlab import report
+from benchlab.present import notebook
 from benchlab.widgets import Panel
 
 pytestmark = pytest.mark.integration

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import backends, drivers, perfdata, warmup
-from benchlab.spec import prepare
+from benchlab.running import backends, drivers, perfdata, warmup
+from benchlab.running.spec import prepare
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _started(tmp_path, server="spring-undertow", **options):
     spec = prepare(server, "hello", connections=50, duration="2s", **options)
-    benchlab.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
+    benchlab.running.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
     instance = backends.get("local").start(spec.server, spec.launch("perfdata-test", tmp_path / "server.log"))
     return spec, instance
 
@@ -86,7 +86,7 @@ def test_a_run_stores_the_jvm_counters_and_flags_a_compiling_measurement(tmp_pat
     assert len(stored.counters) >= 10 and list(stored.counters) == [tuple(c) for c in run.counters]
     flags = again.flags()
     assert "jit_active" in flags["flag"].tolist()
-    from benchlab import claims
+    from benchlab.analysis import claims
 
     claims_blocked = claims.BLOCKING
     assert "jit_active" in claims_blocked and "gc_heavy" in claims_blocked and "server_idle" in claims_blocked

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from benchlab import measure, metadata, servers
-from benchlab.backends import base
 from benchlab.errors import ServerError, UsageError
+from benchlab.running import measure, metadata, servers
+from benchlab.running.backends import base
 
 
 class _Server:

@@ -17,16 +17,16 @@ import warnings
 from pathlib import Path
 
 import pytest
+import scipy.stats  # noqa: E402,F401  imported once here, not under tracemalloc, where it took seconds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import benchlab
-from benchlab import histogram, tails
+from benchlab.analysis import tails
 from benchlab.errors import ResultsError, UsageError
-from benchlab.histogram import Histogram
-from benchlab.results import Run, frame, read, save, scan
-
-import scipy.stats  # noqa: E402,F401  imported once here, not under tracemalloc, where it took seconds
+from benchlab.store import histogram
+from benchlab.store.histogram import Histogram
+from benchlab.store.results import Run, frame, read, save, scan
 
 GOOD = ("r1", "r2", "r3")
 FILES = ("run.json", "latency.json", "samples.json")
@@ -242,7 +242,7 @@ def test_three_good_runs_and_one_damaged(tmp_path, kind):
     bad = write_good(tmp_path, "r4", rps=9.0)
     change(bad)
     with bounded(seconds=20, megabytes=500):
-        with pytest.warns(benchlab.results.ResultsWarning) as caught:
+        with pytest.warns(benchlab.store.results.ResultsWarning) as caught:
             suite = benchlab.load(tmp_path)
             suite.summary(["rps", "p99"])
             suite.samples
@@ -281,7 +281,7 @@ def test_names_cannot_write_outside_results_dir(tmp_path, capture):
     assert "/" not in run.id and not run.id.startswith(".")
     (results / "elsewhere").symlink_to(tmp_path, target_is_directory=True)
     with pytest.raises(UsageError, match="outside results_dir"):
-        benchlab.files.under(results, "elsewhere")
+        benchlab.store.files.under(results, "elsewhere")
 
 
 def test_a_failed_run_removes_only_its_own_folder(tmp_path, monkeypatch):
@@ -325,6 +325,6 @@ def test_reading_stays_fast(tmp_path):
     start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        runs = benchlab.results.load_runs(tmp_path)
+        runs = benchlab.store.results.load_runs(tmp_path)
     assert len(runs) == 200 and time.process_time() - start < 2.0
     assert read(tmp_path / "r000" / "run.json") == runs[0]

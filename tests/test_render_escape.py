@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from benchlab import render
+from benchlab.present import render
 
 NASTY = "x<!--<script>&</script>\u2028\u2029"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import backends, servers
+from benchlab.running import backends, servers
 
 from .test_cds import jdk25  # noqa: F401 - the fixture that finds Temurin 25
 

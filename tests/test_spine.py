@@ -121,10 +121,10 @@ def test_missing_tools_say_how_to_install(jars, tmp_path, monkeypatch):
 
 
 def test_wrk_against_a_closed_port_is_a_clear_error(tmp_path):
-    from benchlab.drivers import execute, get
     from benchlab.errors import LoadError
-    from benchlab.load import Load
-    from benchlab.servers import SCENARIOS
+    from benchlab.running.drivers import execute, get
+    from benchlab.running.load import Load
+    from benchlab.running.servers import SCENARIOS
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Calibration of :mod:`benchlab.stats` on data with a known answer: do the intervals cover the truth, and
+"""Calibration of :mod:`benchlab.analysis.stats` on data with a known answer: do the intervals cover the truth, and
 do the verdicts call a difference "significant" no more often than ``alpha`` when there is none?
 
 Every setting draws TRIALS cells of two servers with n repeats each and runs the package's own rules on
@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchlab import intervals, stats
+from benchlab.analysis import intervals, stats
 
 TRIALS = 4000
 SIZES = (2, 3, 5, 9, 10, 30)
@@ -315,8 +315,8 @@ def test_merged_tails_resample_forks_then_windows():
     # Latencies whose scale differs from fork to fork (sd 0.3 on the logs) and little between one fork's
     # windows. Resampling windows as if independent ignores the fork effect and its interval of the merged
     # p99 covers the truth far less often than the two-level draw, which is also wider.
-    from benchlab.histogram import Histogram
-    from benchlab.tails import resampled
+    from benchlab.analysis.tails import resampled
+    from benchlab.store.histogram import Histogram
 
     rng = np.random.default_rng([SEED, 6])
     truth = np.quantile(np.exp(0.3 * rng.standard_normal(400_000) + 0.2 * rng.standard_normal(400_000)) * 1e-3, 0.99)

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab import flags, stats
+from benchlab.analysis import flags, stats
 from benchlab.errors import UsageError
-from benchlab.results import COLUMNS
+from benchlab.store.results import COLUMNS
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -275,7 +275,7 @@ SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 
 
 def test_flag_not_warm_only_when_auto_gave_up():
-    from benchlab import flags
+    from benchlab.analysis import flags
 
     assert [f for f, _ in flags.run_flags({"warm": False, "warmup_s": 181.0})] == ["not_warm"]
     assert not flags.run_flags({"warm": True, "warmup_s": 40.0})
@@ -283,7 +283,7 @@ def test_flag_not_warm_only_when_auto_gave_up():
 
 
 def test_flag_drifting_when_the_halves_differ_beyond_the_runs_own_noise():
-    from benchlab import flags
+    from benchlab.analysis import flags
 
     assert [f for f, _ in flags.run_flags({"drift": 0.08, "drift_limit": 0.03})] == ["drifting"]
     assert [f for f, _ in flags.run_flags({"drift": -0.08, "drift_limit": 0.03})] == ["drifting"]
@@ -322,7 +322,7 @@ def test_large_cells_without_ties_use_the_normal_approximation():
     # 50+ repeats a side the normal approximation is as good, and the verdict names it.
     import numpy as np
 
-    from benchlab import intervals
+    from benchlab.analysis import intervals
 
     rng = np.random.default_rng(1)
     a, b = rng.normal(100.2, 1, 3000), rng.normal(100.0, 1, 3000)
@@ -338,7 +338,7 @@ def test_large_cells_without_ties_use_the_normal_approximation():
 def test_cell_keys_by_dtype_equal_key_value_by_value():
     import numpy as np
 
-    from benchlab import cells
+    from benchlab.analysis import cells
 
     runs = frame([dict(server="a", connections=c, rate=r, users=u, cds=d, label=l, scenario=s)
                   for c, r, u, d, l, s in [(10, None, 1, True, None, "hello"), (100, 5.5, 2, False, "x", None),

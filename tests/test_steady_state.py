@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab import charts, warmup
 from benchlab.errors import UsageError
-from benchlab.load import Load
+from benchlab.present import charts
+from benchlab.running import warmup
+from benchlab.running.load import Load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -89,14 +90,14 @@ def test_a_measurement_that_catches_the_server_speeding_up_is_flagged_drifting(t
 
 
 def _record(server: str, repeat: int, rps: float):
-    from benchlab.results import Run
+    from benchlab.store.results import Run
 
     return Run(id=f"{server}-{repeat}", params={"server": server, "repeat": repeat, "scenario": "hello"},
                metrics={"rps": rps}, metadata={})
 
 
 def test_precision_is_the_widest_relative_half_width():
-    from benchlab import precision
+    from benchlab.analysis import precision
 
     tight = [_record(s, r, base * (1 + 0.002 * r)) for r in (1, 2, 3) for s, base in (("a", 1000), ("b", 1500))]
     loose = [_record(s, r, base * (1 + 0.2 * (r % 2))) for r in (1, 2, 3) for s, base in (("a", 1000), ("b", 1500))]

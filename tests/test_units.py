@@ -10,8 +10,8 @@ import pytest
 import benchlab
 from benchlab import cores
 from benchlab.errors import ResultsError, UsageError
-from benchlab.load import Load, parse_duration
-from benchlab.results import FORMAT_VERSION, Run, load_runs, read, save
+from benchlab.running.load import Load, parse_duration
+from benchlab.store.results import FORMAT_VERSION, Run, load_runs, read, save
 
 
 @pytest.mark.parametrize("text, seconds", [("30s", 30), ("2m", 120), ("500ms", 0.5), ("1h", 3600), (15, 15),
@@ -118,7 +118,7 @@ def test_newer_format_is_refused(tmp_path):
 
 def test_runs_are_found_in_path_order_without_following_links(tmp_path):
     # find() walks with os.walk for speed; it must list what Path.rglob listed, in the same order.
-    from benchlab.results import find
+    from benchlab.store.results import find
 
     for name in ("a/b", "a-b", ".hidden", "Z", "a/b/c"):
         save(_run(name.replace("/", "_")), tmp_path / name)
@@ -160,10 +160,10 @@ def test_import_wrk_compares_alongside(capture, tmp_path):
 
 
 def test_published_figures():
-    wrk = benchlab.importers.published("wrk")
+    wrk = benchlab.running.importers.published("wrk")
     jetty = wrk[(wrk.server == "spring-jetty") & (wrk.metric == "p99")]["value"].tolist()
     assert jetty == [22.40, 234.01, 6.04]
-    jmeter = benchlab.importers.published("jmeter")
+    jmeter = benchlab.running.importers.published("jmeter")
     assert len(jmeter[(jmeter.users == 1000) & (jmeter.run == "mean")]) == 3
 
 
@@ -176,7 +176,7 @@ def test_public_names_are_exported():
 
 
 def test_loopback_guard():
-    from benchlab.servers import check_loopback
+    from benchlab.running.servers import check_loopback
 
     check_loopback("http://127.0.0.1:80/")
     check_loopback("http://127.5.5.5:80/")
@@ -189,9 +189,9 @@ def test_loopback_guard():
 
 def test_unknown_server_and_scenario_name_the_choices():
     with pytest.raises(UsageError, match="spring-tomcat, spring-jetty, spring-undertow"):
-        benchlab.servers.get("nginx")
+        benchlab.running.servers.get("nginx")
     with pytest.raises(UsageError, match="hello, json, reflect, sleep, echo"):
-        benchlab.servers.scenario("hi")
+        benchlab.running.servers.scenario("hi")
 
 
 def test_from_url_refuses_remote_without_permission():
@@ -217,7 +217,7 @@ def test_import_jtl(tmp_path):
 
 
 def test_progress_eta_comes_from_the_plan_and_a_log_gets_one_line_a_run(capsys):
-    from benchlab.progress import FIRST_GUESS_OVERHEAD, Progress
+    from benchlab.running.progress import FIRST_GUESS_OVERHEAD, Progress
 
     bar = Progress([10.0, 20.0], enabled=True)  # stderr is captured, not a terminal: plain lines
     bar.start("spring-jetty r1")
@@ -233,7 +233,7 @@ def test_progress_eta_comes_from_the_plan_and_a_log_gets_one_line_a_run(capsys):
 
 
 def test_each_run_records_the_accept_queue_and_somaxconn():
-    from benchlab import metadata
+    from benchlab.running import metadata
 
     assert metadata.collect_accept_queue({"server": "tomcat"}) == {
         "setting": "server.tomcat.accept-count", "value": 100, "source": "default"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlab import changepoints, warmup
+from benchlab.analysis import changepoints
+from benchlab.running import warmup
 
 
 @pytest.mark.parametrize("n", [10, 20, 40])

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import benchlab
-from benchlab import backends, measure, servers
-from benchlab.backends.local import LocalBackend
-from benchlab.servers import SCENARIOS
+from benchlab.running import backends, measure, servers
+from benchlab.running.backends.local import LocalBackend
+from benchlab.running.servers import SCENARIOS
 
 from .test_drivers_integration import assert_real
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchlab.drivers import wrk
 from benchlab.errors import LoadError
-from benchlab.servers import SCENARIOS
+from benchlab.running.drivers import wrk
+from benchlab.running.servers import SCENARIOS
 
 
 def test_lua_json_report(capture):
@@ -74,7 +74,7 @@ def test_script_carries_method_body_and_reporter():
 
 
 def test_argv(tmp_path):
-    from benchlab.load import Load
+    from benchlab.running.load import Load
 
     argv = list(wrk.Wrk().command("http://127.0.0.1:9", SCENARIOS["hello"],
                                   Load(connections=200, threads=4, duration=30), phase="measure",

@@ -1,0 +1,126 @@
+"""Cells of the runs frame: the runs that measured one setup, the unit every statistic is taken over.
+
+A cell is the load (scenario, model, driver, connections, rate, users x loops) *and* everything else
+that changes what is measured: backend, duration, warm-up, timeout, memory, JVM options, java, CDS,
+the cores, and the label (an imported run is not a repeat of a local one). Runs that differ in any of
+these are never pooled; the summary shows a setup column only where it varies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..schema import CELL
+
+#: What else, beside the load, makes two runs measure different things.
+SETUP = ("backend", "duration", "warmup", "timeout", "memory", "jvm_opts", "java", "cds", "server_cpus",
+         "load_cpus", "label")
+
+
+def finite(values) -> np.ndarray:
+    """The finite numbers among ``values``, as floats."""
+    array = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+    return array[np.isfinite(array)]
+
+
+def ok(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that finished: a failed run enters no statistic."""
+    return runs[runs["status"] == "ok"] if "status" in runs else runs
+
+
+def key(value):
+    """A cell column's value as a group key: lists joined, missing as ``"-"``."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return " ".join(map(str, value))
+    return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else value
+
+
+def group(runs: pd.DataFrame):
+    """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` (:func:`restore` undoes it)."""
+    keys, filled = _filled(runs)
+    return keys, filled.groupby(keys, sort=False, dropna=False)
+
+
+def members(runs: pd.DataFrame):
+    """``(keys, [(cell, positions), ...])``: each cell as :func:`group` names and orders it (a tuple of
+    keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell."""
+    keys, filled = _filled(runs)
+    number = filled.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(number, kind="stable")
+    columns = [filled[c].to_numpy(dtype=object) for c in keys]
+    return keys, [(tuple(column[positions[0]] for column in columns), positions)
+                  for positions in np.split(order, np.flatnonzero(np.diff(number[order])) + 1) if len(positions)]
+
+
+def _filled(runs: pd.DataFrame):
+    keys = [c for c in (*CELL, *SETUP) if c in runs]
+    return keys, runs.assign(**{c: _keys(runs[c]) for c in keys})
+
+
+def _keys(column: pd.Series) -> pd.Series:
+    """``column.astype(object).map(key)``, without a Python call per run where the dtype answers: numbers
+    with no missing value are their own keys, and text only needs its missing values filled."""
+    if len(column) == 0:  # map() makes an empty column object, whatever it was
+        return column.astype(object)
+    if column.dtype != object and pd.api.types.is_string_dtype(column.dtype):
+        return column.fillna("-")
+    if column.dtype in (np.int64, np.float64, np.bool_) and not column.isna().any():
+        return column
+    return column.astype(object).map(key)
+
+
+def restore(value):
+    return None if value == "-" else value
+
+
+def varying(frame: pd.DataFrame) -> list[str]:
+    """The cell columns whose value differs between rows: the ones worth showing."""
+    return [c for c in (*CELL, *SETUP) if c in frame and frame[c].astype(str).nunique(dropna=False) > 1]
+
+
+# --- forks: a server process, warmed once, and the windows measured in it --------------------------------
+
+def fork_key(fork, run_id, started_at) -> str:
+    """A run's fork, as a key: the stored ``fork``, or for a run stored before forks had iterations (or
+    made in memory) its id and start, so that it is its own fork of one window."""
+    return fork if isinstance(fork, str) else f"{run_id}@{started_at}"
+
+
+def fork_keys(runs: pd.DataFrame) -> np.ndarray:
+    """:func:`fork_key` of every row of the runs frame."""
+    ids = runs["id"].to_numpy(dtype=object) if "id" in runs else np.arange(len(runs)).astype(object)
+    starts = runs["started_at"].to_numpy(dtype=object) if "started_at" in runs else np.full(len(runs), None)
+    stored = runs["fork"].to_numpy(dtype=object) if "fork" in runs else np.full(len(runs), None)
+    return np.array(list(map(fork_key, stored, ids, starts)), dtype=object)
+
+
+def fork_means(values, forks) -> np.ndarray:
+    """The mean of ``values`` per fork, forks in the order they first appear; NaN values are left out, and
+    a fork with none is left out.
+
+    >>> fork_means([10.0, 12.0, 20.0, float("nan")], ["a", "a", "b", "c"]).tolist()
+    [11.0, 20.0]
+    """
+    frame = pd.DataFrame({"v": pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float),
+                          "f": list(forks)})
+    means = frame.groupby("f", sort=False)["v"].mean()
+    means = means[np.isfinite(means)]
+    return means.to_numpy(dtype=float)
+
+
+def forks(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per fork: its windows' numbers averaged, its other columns those of its first window, and
+    ``windows`` how many went in. Fork means are the unit of every interval and test: the windows of one
+    fork share its JIT's and its heap's luck, so they are not independent repeats. A frame of one window
+    per fork comes back as it is, with ``windows`` 1."""
+    keys = fork_keys(runs)
+    if len(set(keys)) == len(keys):
+        return runs.assign(windows=1)
+    numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
+               and c not in (*CELL, *SETUP, "repeat", "iteration")]
+    grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
+    first = grouped.nth(0).set_index("_fork")
+    first[numeric] = grouped[numeric].mean()
+    first["windows"] = grouped.size()
+    return first.reset_index(drop=True)

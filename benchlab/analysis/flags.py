@@ -1,0 +1,297 @@
+"""Noise and validity flags: why a run or a cell of the runs frame should not be trusted, one line each.
+
+A run is flagged from its own row (a busy load generator, errors, Little's law, the delayed-ACK signature,
+a missed rate, shared cores, a failure); a cell from its repeats (throughput that varies, an unstable tail,
+every repeat failed) and from the flags of its runs. The limits are written once, here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..schema import ACCEPT_QUEUE_NOTE, ERROR_CAUSES, ERROR_KINDS, FLAGS
+from . import cells
+
+CV_LIMIT = 0.05
+TAIL_SPREAD_LIMIT = 3.0
+GENERATOR_BUSY_LIMIT = 0.90
+LITTLE_LIMIT = 3.0
+RATE_SHORTFALL_LIMIT = 0.95
+#: The measured window's compile-time share above which the JIT was still busy: the warm-up's own rule
+#: (benchlab.running.warmup.QUIET_SHARE), applied after the fact.
+JIT_SHARE_LIMIT = 0.05
+#: The GC pauses' share of the measured window above which the run measured the heap (hello on SerialGC
+#: at 200 connections pauses about 1-3% here).
+GC_SHARE_LIMIT = 0.10
+#: Seconds a server may sit idle while the load tool is busy before the run is a stall, not a measurement.
+IDLE_LIMIT_S = 2.0
+SLEEP_DEFAULT_MS = 10.0  # servers.SCENARIOS["sleep"] asks /sleep?ms=10
+
+
+
+def _explain(flag: str, **values) -> str:
+    return FLAGS[flag].format(**values)
+
+
+def errors_text(errors: float, counts: dict, connections=None, accept_queue=None, somaxconn=None) -> str:
+    """The ``errors`` flag's line: how many failed, of which kind (``counts``: kind -> count), what usually
+    causes each, and, when connect or read errors meet more connections than the accept queue holds
+    (the server's ``accept_queue`` capped by the kernel's ``somaxconn``), that queue.
+
+    >>> errors_text(30, {"read": 30}, connections=1000, accept_queue=100, somaxconn=4096)[:44]
+    '30 failed requests, 30 read (connections res'
+    """
+    known = lambda v: None if v is None or v != v else v  # noqa: E731  NaN, as a frame has it, is unknown
+    counts = {kind: known(counts.get(kind)) for kind in ERROR_KINDS}
+    kinds = "; ".join(f"{counts[k]:.0f} {k} ({ERROR_CAUSES[k]})" for k in ERROR_KINDS if counts[k])
+    text = _explain("errors", errors=errors, kinds=kinds or "of a kind the load tool did not say")
+    connections, accept_queue, somaxconn = known(connections), known(accept_queue), known(somaxconn)
+    queue = min((q for q in (accept_queue, somaxconn) if q is not None), default=None)
+    if queue is not None and connections and connections > queue and (counts["connect"] or counts["read"]):
+        text += ". " + ACCEPT_QUEUE_NOTE.format(connections=connections, queue=queue,
+                                                 setting=accept_queue if accept_queue is not None else queue,
+                                                 somaxconn=somaxconn if somaxconn is not None else float("nan"))
+    return text
+
+
+def _sleep_ms(scenario) -> float | None:
+    """How long a sleep scenario waits: ``"sleep:40"`` 40 ms, ``"sleep"`` the built-in 10 ms
+    (``servers.SCENARIOS``); None for any other scenario."""
+    if scenario == "sleep":
+        return SLEEP_DEFAULT_MS
+    if isinstance(scenario, str) and scenario.startswith("sleep:") and scenario[6:].isdigit():
+        return float(scenario[6:])
+    return None
+
+
+def run_flags(row) -> list[tuple[str, str]]:
+    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``.
+
+    - ``generator_bound``: the load tool's CPU over the cores it could use, ``min(threads, load_cores)``
+      when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%.
+    - ``littles_law``: closed-loop loads obey N = X * R, so connections / rps should be near the *mean*
+      latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
+    - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
+      signature, unless the scenario itself sleeps 30-50 ms, which explains that p50.
+    - ``not_warm``: ``warmup="auto"`` reached its limit before the JVM was warm.
+    - ``jit_active``, ``gc_heavy``: the JVM's own counters say its JIT compiled, or its GC paused it, for
+      more than :data:`JIT_SHARE_LIMIT` / :data:`GC_SHARE_LIMIT` of the measured window.
+    - ``server_idle``: the server sat near 0% CPU for :data:`IDLE_LIMIT_S` s or more while the load tool
+      was busy: a stall, not a measurement.
+    - ``drifting``: throughput in the second half of the measurement differs from the first half by more
+      than the run's own noise allows (:mod:`benchlab.analysis.steady`).
+
+    >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
+    ['generator_bound']
+    """
+    out: list[tuple[str, str]] = []
+    get = lambda name: row.get(name) if hasattr(row, "get") else getattr(row, name, None)  # noqa: E731
+
+    def num(name):
+        value = pd.to_numeric(get(name), errors="coerce")
+        return None if value is None or pd.isna(value) else float(value)
+
+    if get("status") == "failed":
+        return [("failed", _explain("failed", error=str(get("error") or "unknown error").splitlines()[0]))]
+    errors = num("errors_total")
+    if errors:
+        out.append(("errors", errors_text(errors, {k: num(f"errors_{k}") for k in ERROR_KINDS}, num("connections"),
+                                          num("accept_queue"), num("somaxconn"))))
+    load_cpu, cores, threads = num("load_cpu_mean"), num("load_cores") or 1.0, num("threads")
+    usable = min(threads, cores) if threads and threads > 0 else cores
+    if load_cpu is not None and load_cpu / (100.0 * usable) > GENERATOR_BUSY_LIMIT:
+        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * usable), usable=usable)))
+    rps, mean, conns = num("rps"), num("lat_mean"), num("connections")
+    if get("load") in ("duration", "count") and rps and mean and conns:
+        expected = conns / rps
+        if not (1 / LITTLE_LIMIT <= mean / expected <= LITTLE_LIMIT):
+            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, mean=mean * 1e3)))
+    p50, server_cpu, sleep = num("p50"), num("server_cpu_mean"), _sleep_ms(get("scenario"))
+    if (p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30
+            and not (sleep is not None and 30 <= sleep <= 50)):
+        out.append(("delayed_ack", _explain("delayed_ack", p50=p50 * 1e3, cpu=server_cpu)))
+    target, sent = num("target_rps"), num("sent_rps")
+    sent = sent if sent is not None else rps  # the rate sent, where the driver says it; else the answers
+    if target and sent is not None and sent < RATE_SHORTFALL_LIMIT * target:
+        out.append(("rate_shortfall", _explain("rate_shortfall", achieved=sent, target=target, share=sent / target)))
+    if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
+        out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
+    jit, gc, idle = num("jit_share"), num("gc_share"), num("server_idle_s")
+    if jit is not None and jit > JIT_SHARE_LIMIT:
+        out.append(("jit_active", _explain("jit_active", share=jit, seconds=num("jit_compile_s") or 0.0)))
+    if gc is not None and gc > GC_SHARE_LIMIT:
+        out.append(("gc_heavy", _explain("gc_heavy", share=gc)))
+    if idle is not None and idle >= IDLE_LIMIT_S:
+        out.append(("server_idle", _explain("server_idle", seconds=idle)))
+    drift, limit = num("drift"), num("drift_limit")
+    if drift is not None and limit is not None and abs(drift) > limit:
+        out.append(("drifting", _explain("drifting", drift=drift, limit=limit)))
+    note = get("note")
+    if isinstance(note, str) and note:
+        out.append(("driver_note", _explain("driver_note", note=note)))
+    if _shared([get("server_cpus")], [get("load_cpus")])[0]:
+
+        out.append(("shared_cores", FLAGS["shared_cores"]))
+    return out
+
+
+def _numbers(runs: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as floats, NaN where run_flags' ``num`` says None (missing or not a number)."""
+    if name not in runs:
+        return np.full(len(runs), np.nan)
+    return np.asarray(pd.to_numeric(runs[name], errors="coerce"), dtype=float)
+
+
+def _values(runs: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as the Python objects ``iterrows`` gives run_flags (None where the column is missing)."""
+    return runs[name].astype(object).to_numpy() if name in runs else np.full(len(runs), None, dtype=object)
+
+
+def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
+    """:func:`run_flags` of every row, computed column by column: the same flags and explanations, in the
+    same order, without building a Series per run (10,000 runs took seconds that way).
+
+    >>> frame = pd.DataFrame({"status": ["ok", "failed"], "error": [None, "ServerError: boom"]})
+    >>> [[flag for flag, _ in found] for found in runs_flags(frame)]
+    [[], ['failed']]
+    """
+    n = len(runs)
+    found: list[list[tuple[str, str]]] = [[] for _ in range(n)]
+    status, error = _values(runs, "status"), _values(runs, "error")
+    failed = np.array([s == "failed" for s in status], dtype=bool)
+    for i in np.flatnonzero(failed):
+        found[i].append(("failed", _explain("failed", error=str(error[i] or "unknown error").splitlines()[0])))
+    live = ~failed
+
+    def add(mask, flag: str, explain) -> None:
+        for i in np.flatnonzero(mask & live):
+            found[i].append((flag, explain(i)))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = _numbers(runs, "errors_total")
+        kinds = {k: _numbers(runs, f"errors_{k}") for k in ERROR_KINDS}
+        queues = [_numbers(runs, c) for c in ("connections", "accept_queue", "somaxconn")]
+        add(~np.isnan(errors) & (errors != 0), "errors", lambda i: errors_text(
+            float(errors[i]), {k: float(v[i]) for k, v in kinds.items()}, *(float(q[i]) for q in queues)))
+        load_cpu, cores, threads = _numbers(runs, "load_cpu_mean"), _numbers(runs, "load_cores"), _numbers(runs, "threads")
+        cores = np.where(np.isnan(cores) | (cores == 0), 1.0, cores)
+        usable = np.where(threads > 0, np.minimum(threads, cores), cores)
+        busy = load_cpu / (100.0 * usable)
+        add(busy > GENERATOR_BUSY_LIMIT, "generator_bound",
+            lambda i: _explain("generator_bound", busy=float(busy[i]), usable=float(usable[i])))
+        rps, mean, conns = _numbers(runs, "rps"), _numbers(runs, "lat_mean"), _numbers(runs, "connections")
+        closed = np.array([load in ("duration", "count") for load in _values(runs, "load")], dtype=bool)
+        truthy = lambda x: ~np.isnan(x) & (x != 0)  # noqa: E731  run_flags' "if rps and mean and conns"
+        expected = conns / rps
+        little = mean / expected
+        add(closed & truthy(rps) & truthy(mean) & truthy(conns) & ~((1 / LITTLE_LIMIT <= little) & (little <= LITTLE_LIMIT)),
+            "littles_law", lambda i: _explain("littles_law", expected=float(expected[i]) * 1e3, mean=float(mean[i]) * 1e3))
+        p50, server_cpu = _numbers(runs, "p50"), _numbers(runs, "server_cpu_mean")
+        explained = np.array([_sleep_explains(s) for s in _values(runs, "scenario")], dtype=bool)
+        add((0.035 <= p50) & (p50 <= 0.045) & (server_cpu < 30) & ~explained, "delayed_ack",
+            lambda i: _explain("delayed_ack", p50=float(p50[i]) * 1e3, cpu=float(server_cpu[i])))
+        target, sent = _numbers(runs, "target_rps"), _numbers(runs, "sent_rps")
+        sent = np.where(np.isnan(sent), rps, sent)
+        add(truthy(target) & (sent < RATE_SHORTFALL_LIMIT * target), "rate_shortfall", lambda i: _explain(
+            "rate_shortfall", achieved=float(sent[i]), target=float(target[i]), share=float(sent[i] / target[i])))
+    warmup_s = _numbers(runs, "warmup_s")
+    add(np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), "not_warm",
+        lambda i: _explain("not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]) or 0.0))
+    jit, compiled, gc, idle = (_numbers(runs, c) for c in ("jit_share", "jit_compile_s", "gc_share", "server_idle_s"))
+    with np.errstate(invalid="ignore"):
+        add(jit > JIT_SHARE_LIMIT, "jit_active", lambda i: _explain(
+            "jit_active", share=float(jit[i]), seconds=0.0 if np.isnan(compiled[i]) else float(compiled[i])))
+        add(gc > GC_SHARE_LIMIT, "gc_heavy", lambda i: _explain("gc_heavy", share=float(gc[i])))
+        add(idle >= IDLE_LIMIT_S, "server_idle", lambda i: _explain("server_idle", seconds=float(idle[i])))
+    drift, limit = _numbers(runs, "drift"), _numbers(runs, "drift_limit")
+    with np.errstate(invalid="ignore"):
+        add(np.abs(drift) > limit, "drifting",
+            lambda i: _explain("drifting", drift=float(drift[i]), limit=float(limit[i])))
+    notes = _values(runs, "note")
+    add(np.array([isinstance(note, str) and bool(note) for note in notes], dtype=bool), "driver_note",
+        lambda i: _explain("driver_note", note=notes[i]))
+    add(_shared(_values(runs, "server_cpus"), _values(runs, "load_cpus")), "shared_cores",
+        lambda i: FLAGS["shared_cores"])
+    return found
+
+
+def _sleep_explains(scenario) -> bool:
+    sleep = _sleep_ms(scenario)
+    return sleep is not None and 30 <= sleep <= 50
+
+
+def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
+    """Whether each run's server and load cores overlap, as run_flags judges it; each pair parsed once."""
+    from ..cores import expand
+
+    seen: dict = {}
+    out = np.zeros(len(server_cpus), dtype=bool)
+    for i, (server, load) in enumerate(zip(server_cpus, load_cpus)):
+        if server is None or load is None or pd.isna(server) is True or pd.isna(load) is True:
+            continue  # a failed run's missing cores are NaN in a frame
+        try:
+            known = seen.get((server, load))
+        except TypeError:  # a list of cores: not hashable, judge it on its own
+            known = None
+        if known is None:
+            known = bool(set(expand(server)) & set(expand(load)))
+            try:
+                seen[(server, load)] = known
+            except TypeError:
+                pass
+        out[i] = known
+    return out
+
+
+def flags(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every noise and validity flag, on each run (level "run") and each cell (level "cell")."""
+    return flags_by_cell(runs)[0]
+
+
+def flags_by_cell(runs: pd.DataFrame):
+    """(the flags frame, {(cell, server): set of flag names}): the set is what the frame holds for the
+    runs and the cell, which :func:`benchlab.analysis.stats.summary` shows, found without searching the frame."""
+    keys, members = cells.members(runs)
+    found = runs_flags(runs)
+    ids, servers = _values(runs, "id"), _values(runs, "server")
+    columns = {c: _values(runs, c) for c in keys}
+    rows, names = [], {}
+    for i in range(len(runs)):
+        for flag, explanation in found[i]:
+            rows.append({"level": "run", "id": ids[i], **{c: columns[c][i] for c in keys}, "server": servers[i],
+                         "flag": flag, "explanation": explanation})
+    status = _values(runs, "status")
+    rps_all, p99_all = _numbers(runs, "rps"), _numbers(runs, "p99")
+    fork_of = cells.fork_keys(runs)  # the cell's spread is between fork means: windows of a fork are not repeats
+    for cell, positions in members:
+        order = dict.fromkeys(s for s in servers[positions] if not pd.isna(s))  # groupby drops a missing server
+        for server in order:
+            mine = positions[servers[positions] == server]
+            base = {"level": "cell", "id": None, **{c: cells.restore(v) for c, v in zip(keys, cell)}, "server": server}
+            named = names.setdefault((cell, server), set())
+            named.update(flag for i in mine for flag, _ in found[i])
+            ok = mine[status[mine] == "ok"] if "status" in runs else mine
+            cell_rows = []
+            if len(ok) == 0:
+                cell_rows.append({**base, "flag": "all_failed", "explanation": FLAGS["all_failed"]})
+            else:
+                rps = cells.fork_means(rps_all[ok], fork_of[ok])
+                cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
+                if cv > CV_LIMIT:
+                    cell_rows.append({**base, "flag": "high_cv", "explanation": _explain("high_cv", cv=cv)})
+                p99 = cells.fork_means(p99_all[ok], fork_of[ok])
+                if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
+                    cell_rows.append({**base, "flag": "tail_unstable", "explanation": _explain(
+                        "tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3, high=p99.max() * 1e3)})
+                seen = {}
+                for i in mine:
+                    for flag, text in found[i]:
+                        if flag not in seen and flag != "failed":
+                            seen[flag] = text
+                cell_rows.extend({**base, "flag": flag, "explanation": f"in some repeats: {text}"}
+                                 for flag, text in seen.items())
+            named.update(row["flag"] for row in cell_rows)
+            rows.extend(cell_rows)
+    frame = pd.DataFrame(rows, columns=["level", "id", *keys, "server", "flag", "explanation"])
+    return frame, names

@@ -1,0 +1,193 @@
+"""Intervals and tests over repeats, vectorised: the repeats lie on the last axis, so one call can take a
+single cell or a simulation's thousands. :mod:`benchlab.analysis.stats` applies them to the runs frame.
+
+Positive metrics get Cox's interval on the logs, others Student t; ratios the two-sample version (Fieller's
+when a value is 0); the test is Mann-Whitney U with an exact permutation p (its normal approximation from
+50 repeats a side without ties), or Welch t where no split can reach alpha. ``docs/statistics.md`` gives
+the reasons and the calibration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+EXACT_SPLITS = 20_000
+#: From this many repeats a side, with no tie, Mann-Whitney's p comes from its normal approximation.
+NORMAL_FROM = 50
+MONTE_CARLO_SPLITS = 10_000
+SEED = 20261130
+
+
+# --- kernels: the repeats lie on the last axis, so a simulation can pass thousands of cells at once -------
+
+def varies(x: np.ndarray):
+    # Repeats that are all equal (whole milliseconds, zero errors) show no noise to scale an interval by;
+    # a zero-width interval would claim certainty, so there is none.
+    return x.max(axis=-1) > x.min(axis=-1)
+
+
+def t_quantile(alpha: float, df):
+    from scipy import stats
+
+    return stats.t.ppf(1 - alpha / 2, df)
+
+
+def welch_df(wa, wb, na: int, nb: int):
+    # Welch-Satterthwaite. With no spread in either sample the width is 0 whatever the df, so say 1.
+    total, parts = wa + wb, wa ** 2 / (na - 1) + wb ** 2 / (nb - 1)
+    return np.where(parts > 0, total ** 2 / np.where(parts > 0, parts, 1.0), 1.0)
+
+
+def t_interval(x: np.ndarray, alpha: float):
+    n = x.shape[-1]
+    half = t_quantile(alpha, n - 1) * x.std(axis=-1, ddof=1) / math.sqrt(n)
+    return x.mean(axis=-1) - half, x.mean(axis=-1) + half
+
+
+def _log_mean(x: np.ndarray):
+    """log(mean) estimated as m + v/2 (exact for a log-normal, to second order for a small cv) and its
+    variance v/n + v^2/(2(n-1)) (Cox, in Land 1972)."""
+    y = np.log(x)
+    n, v = y.shape[-1], y.var(axis=-1, ddof=1)
+    return y.mean(axis=-1) + v / 2, v / n + v ** 2 / (2 * (n - 1))
+
+
+def _cox_interval(x: np.ndarray, alpha: float):
+    centre, var = _log_mean(x)
+    half = t_quantile(alpha, x.shape[-1] - 1) * np.sqrt(var)
+    return np.exp(centre - half), np.exp(centre + half)
+
+
+def _cox_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
+    (ca, wa), (cb, wb) = _log_mean(a), _log_mean(b)
+    half = t_quantile(alpha, welch_df(wa, wb, a.shape[-1], b.shape[-1])) * np.sqrt(wa + wb)
+    return np.exp(ca - cb - half), np.exp(ca - cb + half)
+
+
+def _fieller_ratio(a: np.ndarray, b: np.ndarray, alpha: float):
+    # Every r with (mean_a - r mean_b)^2 <= t^2 (va + r^2 vb). It is unbounded (NaN here) when mean_b
+    # itself is not surely away from 0, which is the honest answer for a ratio to a count near 0.
+    ma, mb = a.mean(axis=-1), b.mean(axis=-1)
+    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
+    t2 = t_quantile(alpha, welch_df(va, vb * (ma / mb) ** 2, a.shape[-1], b.shape[-1])) ** 2
+    quad, half = mb ** 2 - t2 * vb, ma * mb
+    root = np.sqrt(np.maximum(half ** 2 - quad * (ma ** 2 - t2 * va), 0.0))
+    safe = np.where(quad > 0, quad, 1.0)
+    return np.where(quad > 0, (half - root) / safe, np.nan), np.where(quad > 0, (half + root) / safe, np.nan)
+
+
+def _welch_p(a: np.ndarray, b: np.ndarray):
+    from scipy import stats
+
+    va, vb = a.var(axis=-1, ddof=1) / a.shape[-1], b.var(axis=-1, ddof=1) / b.shape[-1]
+    diff, se = np.abs(a.mean(axis=-1) - b.mean(axis=-1)), np.sqrt(va + vb)
+    either = varies(a) | varies(b)  # not se > 0: the variance of equal floats can come out as 1e-37
+    t = np.where(either, diff / np.where(either, se, 1.0), np.nan)
+    return 2 * stats.t.sf(t, welch_df(va, vb, a.shape[-1], b.shape[-1]))
+
+
+def _splits(na: int, nb: int):
+    """0/1 matrices (na + nb, k), each column marking the first sample of one split of the pooled repeats:
+    every split when there are at most EXACT_SPLITS, else MONTE_CARLO_SPLITS random ones from SEED."""
+    n = na + nb
+    step = max(1, min(1000, 1_000_000 // n))
+    if math.comb(n, na) <= EXACT_SPLITS:
+        every = itertools.combinations(range(n), na)
+        chunks = iter(lambda: list(itertools.islice(every, step)), [])
+    else:
+        rng = np.random.default_rng(SEED)
+        chunks = (np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
+                  for start in range(0, MONTE_CARLO_SPLITS, step))
+    for chosen in chunks:
+        mask = np.zeros((len(chosen), n))
+        np.put_along_axis(mask, np.asarray(chosen), 1.0, axis=1)
+        yield mask.T
+
+
+def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
+    """Two-sided p of the Mann-Whitney rank sum from its permutation distribution, with midranks for ties:
+    exact over every split, or Monte Carlo with p = (1 + k) / (1 + splits) so it never undershoots."""
+    from scipy import stats
+
+    na, nb = a.shape[-1], b.shape[-1]
+    ranks = stats.rankdata(np.concatenate([a, b], axis=-1), axis=-1)
+    centre = na * (na + nb + 1) / 2
+    observed = np.abs(ranks[..., :na].sum(axis=-1) - centre)[..., None] - 1e-9  # ranks are multiples of 1/2
+    at_least, splits = np.zeros(ranks.shape[:-1]), 0
+    for mask in _splits(na, nb):
+        at_least += (np.abs(ranks @ mask - centre) >= observed).sum(axis=-1)
+        splits += mask.shape[1]
+    return at_least / splits if math.comb(na + nb, na) <= EXACT_SPLITS else (1 + at_least) / (1 + splits)
+
+
+# --- the rules, vectorised: each picks its method per row, so a simulation runs exactly this code -------
+
+def mean_interval(x: np.ndarray, alpha: float):
+    positive = np.all(x > 0, axis=-1)
+    with np.errstate(over="ignore"):  # 2 repeats 1e6x apart: the upper bound is inf, and rightly so
+        cox = _cox_interval(np.where(positive[..., None], x, 1.0), alpha)
+    t = t_interval(x, alpha)
+    low, high = np.where(positive, cox[0], t[0]), np.where(positive, cox[1], t[1])
+    return np.where(varies(x), low, np.nan), np.where(varies(x), high, np.nan)
+
+
+def ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
+    positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
+        fieller = _fieller_ratio(a, b, alpha)
+    either = varies(a) | varies(b)
+    return (np.where(positive & either, cox[0], np.where(either, fieller[0], np.nan)),
+            np.where(positive & either, cox[1], np.where(either, fieller[1], np.nan)))
+
+
+def which_test(na: int, nb: int, alpha: float) -> str:
+    if na < 2 or nb < 2:
+        return "none"
+    # A rank test's smallest two-sided p is 2 / C(n, k); compared as integers, this never overflows.
+    return "Mann-Whitney" if math.comb(na + nb, na) > 2 / alpha else "Welch t"
+
+
+def normal_applies(a: np.ndarray, b: np.ndarray):
+    """Per row: both sides have at least NORMAL_FROM repeats and no two pooled values are equal. There the
+    normal approximation of U (with continuity correction) is accurate to a few thousandths, and a
+    permutation over 10 000 random splits of thousands of repeats took most of a second a pair."""
+    if min(a.shape[-1], b.shape[-1]) < NORMAL_FROM:
+        return np.zeros(a.shape[:-1], dtype=bool)
+    pooled = np.sort(np.concatenate([a, b], axis=-1), axis=-1)
+    return ~np.any(pooled[..., 1:] == pooled[..., :-1], axis=-1)
+
+
+def test_name(a: np.ndarray, b: np.ndarray, alpha: float) -> str:
+    """The test :func:`p_value` uses for one cell: "Mann-Whitney normal" (the normal approximation),
+    "Mann-Whitney" (a permutation p), "Welch t" or "none"."""
+    name = which_test(a.shape[-1], b.shape[-1], alpha)
+    return "Mann-Whitney normal" if name == "Mann-Whitney" and normal_applies(a, b) else name
+
+
+test_name.__test__ = False  # a statistics function, not a pytest test
+
+
+def p_value(a: np.ndarray, b: np.ndarray, alpha: float):
+    if which_test(a.shape[-1], b.shape[-1], alpha) != "Mann-Whitney":
+        return _welch_p(a, b)
+    normal = normal_applies(a, b)
+    if not normal.any():
+        return _mann_whitney_p(a, b)
+    from scipy import stats
+
+    p = np.asarray(stats.mannwhitneyu(a, b, method="asymptotic", axis=-1).pvalue, dtype=float)
+    if normal.all():
+        return p
+    # The permutation's splits are drawn once for all rows, so leaving the normal rows out changes no p.
+    p = np.array(p, copy=True)
+    p[~normal] = _mann_whitney_p(a[~normal], b[~normal])
+    return p
+
+
+def significant(p, low, high, alpha: float):
+    # Both must agree: the test rejects, and the ratio's interval lies wholly on one side of 1.
+    return (p < alpha) & ((low > 1) | (high < 1))

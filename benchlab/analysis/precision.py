@@ -1,0 +1,118 @@
+"""Repeats by precision: add interleaved rounds until every throughput ratio is known to +/- ``precision``.
+
+The rule looks only at the width of the intervals, never at whether a difference is significant:
+stopping once a test happens to reject would make its p-values lie (optional stopping). The width does
+not depend on the direction of the difference, so stopping on it keeps every test at its level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..store.results import span
+from . import cells, stats
+
+AUTO = "auto"
+
+
+def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs; a cell is every parameter but server,
+    repeat, iteration and fork."""
+    windows: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for record in records:
+        if record.status != "ok":
+            continue
+        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
+        cell = json.dumps(params, sort_keys=True, default=str)
+        fork = cells.fork_key(record.params.get("fork"), record.id, record.started_at)
+        windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
+            record.metrics.get("rps"))
+    return windows
+
+
+def _cells(records) -> dict[str, dict[str, list[float]]]:
+    """``{cell: {server: [rps, ...]}}``: one rps per fork, the mean of its windows."""
+    return {cell: {server: [sum(v) / len(v) for v in forks.values()] for server, forks in servers.items()}
+            for cell, servers in _windows(records).items()}
+
+
+def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
+    """The widest relative half-width among the cells' rps ratios to ``baseline`` (the mean's, alone).
+
+    ``inf`` while some interval is missing or unbounded: fewer than 2 repeats, or failed ones.
+    """
+    worst = 0.0
+    for servers in _cells(records).values():
+        base = servers.get(baseline, [])
+        others = [values for name, values in servers.items() if name != baseline] or [None]
+        for values in others:
+            if values is None:
+                low, high, _ = stats.mean_ci(base, alpha=alpha)
+                centre = sum(base) / len(base) if base else math.nan
+            else:
+                centre, low, high = stats.ratio_ci(values, base, alpha=alpha)
+            if any(math.isnan(v) for v in (centre, low, high)) or centre <= 0:
+                return math.inf
+            worst = max(worst, high / centre - 1, 1 - low / centre)
+    return worst
+
+
+def enough(records, baseline: str, precision: float, *, alpha: float = 0.05) -> bool:
+    """True when every ratio's interval lies within +/- ``precision`` of the ratio."""
+    return widest(records, baseline, alpha=alpha) <= precision
+
+
+# --- the design: how many windows a fork, from what forks and windows cost and how much each varies ----------
+
+#: iterations="auto": the windows of each fork in the first two rounds, which measure both noises.
+PILOT_WINDOWS = 3
+#: The most windows a fork the rule chooses: past this a fork's own drift matters more than its noise.
+MAX_WINDOWS = 10
+
+
+def costs(records) -> tuple[float, float]:
+    """(seconds a fork costs before its first window, seconds a window costs), from the finished runs: a
+    window is a run that is not its fork's first (its start to its end); a fork is its first run's span
+    less one window, so its start, verify and warm-up. Falls back on warmup_s and the measured time."""
+    ok = [r for r in records if r.status == "ok"]
+    later = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
+    later = [s for s in later if s is not None and s > 0]
+    window = (sum(later) / len(later) if later else
+              sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
+    firsts = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
+    firsts = [s - window for s in firsts if s is not None]
+    if not firsts:
+        firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("iteration") or 1) == 1]
+    fork = sum(firsts) / len(firsts) if firsts else 0.0
+    return max(fork, 0.0), max(window, 1e-3)
+
+
+def design(records) -> dict:
+    """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
+    the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
+    its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
+    MAX_WINDOWS. The spreads are the rps components of every server's cell (stats.components), pooled as
+    mean variances; the costs come from :func:`costs`. Returns the choice with what it was made from."""
+    fork_s, window_s = costs(records)
+    parts = []
+    for servers in _windows(records).values():
+        for forks in servers.values():
+            values = [v for fork in forks.values() for v in fork]
+            keys = [name for name, fork in forks.items() for _ in fork]
+            parts.append(stats.components(values, keys))
+    between = [p["between_cv"] ** 2 for p in parts if p["between_cv"] == p["between_cv"]]
+    within = [p["within_cv"] ** 2 for p in parts if p["within_cv"] == p["within_cv"]]
+    out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan}
+    if not between or not within:
+        return {**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
+                "apart: the pilot's windows a fork are kept"}
+    b2, w2 = sum(between) / len(between), sum(within) / len(within)
+    out.update(between_cv=math.sqrt(b2), within_cv=math.sqrt(w2))
+    raw = math.inf if b2 == 0 else math.sqrt(fork_s / window_s * w2 / b2)
+    chosen = int(min(MAX_WINDOWS, max(1, round(raw))))
+    return {**out, "iterations": chosen, "why": (
+        f"{chosen} window{'s' if chosen != 1 else ''} a fork: a fork costs {fork_s:.0f} s before its first "
+        f"window (start, verify, warm-up) and a window {window_s:.0f} s; forks differ by {math.sqrt(b2):.1%} "
+        f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
+        f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{MAX_WINDOWS}")}

@@ -1,0 +1,307 @@
+"""The statistics of a comparison: intervals, tests and verdicts, read from the runs frame.
+
+Everything here reads the tidy runs frame (:data:`benchlab.store.results.COLUMNS`) and nothing else; the reasons
+for each method and the simulation that checks them are in ``docs/statistics.md``.
+
+- The interval of a mean, for a positive metric, is Cox's interval for a log-normal mean:
+  ``exp(m + v/2 +- t(n-1) * sqrt(v/n + v**2/(2(n-1))))`` with ``m``, ``v`` the mean and variance of the
+  logs. It stays positive and covers skewed metrics where Student t does not. A metric that can be 0 or
+  negative (error counts) gets the Student t interval. ``ci_method`` says which: ``"cox"`` or ``"t"``.
+- The interval of a ratio of means, for positive metrics, is the two-sample version of the same
+  (Welch degrees of freedom); otherwise Fieller's interval. ``ratio_method`` says which.
+- A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
+  excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
+  seeded Monte Carlo over 10 000 splits beyond 20 000; its normal approximation from 50 repeats a side
+  without ties, named "Mann-Whitney normal") when the repeats let it reach ``alpha`` at all;
+  with 3 against 3 its smallest two-sided p is 0.1, so there Welch's t-test is used, and the verdict
+  names the test.
+
+The noise and validity flags are in :mod:`benchlab.analysis.flags`, which reads this module (never the reverse).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..schema import LATENCY_COLUMNS
+from . import cells, intervals
+
+#: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
+LOWER_IS_BETTER = set(LATENCY_COLUMNS)
+
+# --- one metric ------------------------------------------------------------------------------------------
+
+def mean_ci(values, *, alpha: float = 0.05) -> tuple[float, float, str]:
+    """(low, high, method) of the mean at confidence ``1 - alpha``: ``"cox"`` when every value is positive,
+    ``"t"`` (Student) otherwise; ``"none"``, with no interval, below 2 values or when all are equal.
+
+    >>> low, high, method = mean_ci([10.0, 11.0, 12.0]); round(low, 2), round(high, 2), method
+    (8.78, 13.83, 'cox')
+    >>> [round(v, 3) for v in mean_ci([0, 1, 2], alpha=0.10)[:2]], mean_ci([0, 1, 2])[2]
+    ([-0.686, 2.686], 't')
+    """
+    x = cells.finite(values)
+    if len(x) < 2 or not intervals.varies(x):
+        return math.nan, math.nan, "none"
+    low, high = intervals.mean_interval(x, alpha)
+    return float(low), float(high), "cox" if np.all(x > 0) else "t"
+
+
+def describe(values, *, alpha: float = 0.05) -> dict:
+    """n, mean, median, stdev, cv, min, max and the mean's interval (:func:`mean_ci`) at ``1 - alpha``.
+
+    >>> describe([10.0, 11.0, 12.0])["ci_method"]
+    'cox'
+    """
+    x = cells.finite(values)
+    n = len(x)
+    stdev = float(x.std(ddof=1)) if n > 1 else math.nan
+    mean = float(x.mean()) if n else math.nan
+    low, high, method = mean_ci(x, alpha=alpha)
+    return {"n": n, "mean": mean, "median": float(np.median(x)) if n else math.nan, "stdev": stdev,
+            "cv": stdev / mean if n > 1 and mean else math.nan, "min": float(x.min()) if n else math.nan,
+            "max": float(x.max()) if n else math.nan, "ci_low": low, "ci_high": high, "ci_method": method}
+
+
+def ratio_method(values, baseline) -> str:
+    """How :func:`ratio_ci` builds its interval here: ``"cox"`` (every value positive), ``"fieller"``
+    (some 0 or negative) or ``"none"`` (fewer than 2 values a side, a baseline mean of 0, or no repeat
+    that differs from the others on either side)."""
+    a, b = cells.finite(values), cells.finite(baseline)
+    if len(a) < 2 or len(b) < 2 or b.mean() == 0 or not (intervals.varies(a) or intervals.varies(b)):
+        return "none"
+    return "cox" if np.all(a > 0) and np.all(b > 0) else "fieller"
+
+
+def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, float]:
+    """(mean(values) / mean(baseline), low, high) at confidence ``1 - alpha``; :func:`ratio_method` says
+    how. Fieller's interval can be unbounded (the baseline's mean is not surely above 0): NaN bounds.
+
+    >>> [round(v, 3) for v in ratio_ci([178, 180, 176], [100, 101, 99])]
+    [1.78, 1.737, 1.824]
+    """
+    a, b = cells.finite(values), cells.finite(baseline)
+    if len(a) == 0 or len(b) == 0 or b.mean() == 0:
+        return math.nan, math.nan, math.nan
+    if ratio_method(a, b) == "none":
+        return float(a.mean() / b.mean()), math.nan, math.nan
+    low, high = intervals.ratio_interval(a, b, alpha)
+    return float(a.mean() / b.mean()), float(low), float(high)
+
+
+def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, float]:
+    """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
+    ``alpha``, from its normal approximation ("Mann-Whitney normal") with 50 or more repeats a side and no
+    tie, else Welch's t; ``("none", nan)`` below 2 values a side.
+
+    >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
+    ('Mann-Whitney', 0.086)
+    """
+    a, b = cells.finite(values), cells.finite(baseline)
+    name = intervals.test_name(a, b, alpha)
+    return name, (math.nan if name == "none" else float(intervals.p_value(a, b, alpha)))
+
+
+test_difference.__test__ = False  # a statistics function, not a pytest test
+
+
+def components(values, forks) -> dict:
+    """The variance of a metric's windows split into its two sources: ``between_cv``, how far forks (server
+    processes) lie apart, and ``within_cv``, how far one fork's windows lie apart, each on the log scale,
+    so a relative spread (0.05 is about 5%). One-way random-effects analysis of variance by the method of
+    moments (Searle, Casella and McCulloch 1992, ch. 3): ``within`` is the pooled variance of windows about
+    their fork's mean, ``between`` is (MSB - MSW) / n0, 0 when negative, with n0 the mean fork size adjusted
+    for unequal sizes. NaN where the data cannot tell: between needs 2 forks, within a fork of 2 windows.
+
+    >>> c = components([100, 102, 98, 150, 153, 147], ["a", "a", "a", "b", "b", "b"])
+    >>> c["forks"], c["windows"], round(c["within_cv"], 3), round(c["between_cv"], 2)
+    (2, 6, 0.02, 0.29)
+    """
+    frame = pd.DataFrame({"v": pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float),
+                          "f": list(forks)})
+    frame = frame[np.isfinite(frame["v"]) & (frame["v"] > 0)]
+    y = np.log(frame["v"].to_numpy())
+    sizes = frame.groupby("f", sort=False).size().to_numpy()
+    k, n = len(sizes), len(y)
+    out = {"forks": k, "windows": n, "between_cv": math.nan, "within_cv": math.nan}
+    if k == 0:
+        return out
+    means = frame.assign(y=y).groupby("f", sort=False)["y"].transform("mean").to_numpy()
+    within = float(((y - means) ** 2).sum() / (n - k)) if n > k else math.nan
+    out["within_cv"] = math.sqrt(within) if within == within else math.nan
+    if k >= 2:
+        fork_means = frame.assign(y=y).groupby("f", sort=False)["y"].mean().to_numpy()
+        msb = float((sizes * (fork_means - y.mean()) ** 2).sum() / (k - 1))
+        n0 = (n - (sizes ** 2).sum() / n) / (k - 1)
+        between = max(0.0, (msb - (within if within == within else 0.0)) / n0)
+        out["between_cv"] = math.sqrt(between)
+    return out
+
+
+# --- the frame-level functions --------------------------------------------------------------------------
+
+def pick_baseline(runs: pd.DataFrame, baseline: str | None = None) -> str | None:
+    servers = list(dict.fromkeys(runs["server"]))
+    if baseline is not None:
+        if baseline not in servers:
+            from ..errors import UsageError
+
+            raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(map(str, servers))}")
+        return baseline
+    return servers[0] if servers else None
+
+
+def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | None = None, *,
+            alpha: float = 0.05) -> pd.DataFrame:
+    """Per cell, server and metric: n, mean, median, stdev, cv, min, max, the mean's interval at
+    ``1 - alpha`` (``ci_method`` says how), the ratio to the baseline server with its interval
+    (``ratio_method`` says how), plus the cell's flags.
+
+    ``n`` counts forks (server processes): with ``compare(iterations=m)`` each fork's windows are averaged
+    first, and the intervals and tests take the fork means, since windows of one process are not
+    independent. ``windows`` is how many windows went in, and ``between_cv`` and ``within_cv`` split their
+    spread into fork-to-fork and window-to-window (:func:`components`).
+
+    Example
+    -------
+    >>> import benchlab
+    >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
+    """
+    from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
+
+    baseline = pick_baseline(runs, baseline)
+    _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
+    rows = []
+    windows = cells.ok(runs)
+    keys, groups = cells.group(cells.forks(windows))
+    _, by_cell = cells.group(windows)
+    raw = {(cell if isinstance(cell, tuple) else (cell,)): group for cell, group in by_cell}
+    for cell, group in groups:
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        base = group[group["server"] == baseline]
+        measured = raw[cell]
+        for server, server_runs in group.groupby("server", sort=False):
+            mine = ",".join(sorted(cell_flags.get((cell, server), ())))
+            own = measured[measured["server"] == server]
+            for metric in metrics:
+                row = {c: cells.restore(v) for c, v in zip(keys, cell)}
+                row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
+                ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
+                                    else (math.nan,) * 3)
+                parts = components(own[metric], cells.fork_keys(own))
+                row.update(ratio=ratio, ratio_low=low, ratio_high=high,
+                           ratio_method=ratio_method(server_runs[metric], base[metric]), windows=parts["windows"],
+                           between_cv=parts["between_cv"], within_cv=parts["within_cv"], flags=mine)
+                rows.append(row)
+    return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
+                                       "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",
+                                       "ratio_high", "ratio_method", "windows", "between_cv", "within_cv",
+                                       "flags"])
+
+
+def _format_change(metric: str, ratio: float, low: float, high: float) -> str:
+    if math.isnan(ratio):
+        return f"{metric} n/a"
+    text = f"{ratio - 1:+.0%} {metric}"
+    if not math.isnan(low):
+        text += f" [{low - 1:+.0%}, {high - 1:+.0%}]"
+    return text
+
+
+def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = None, *,
+             alpha: float = 0.05, pairs: str = "baseline") -> pd.DataFrame:
+    """Pairwise comparisons per cell: each server against the baseline (``pairs="all"``: every pair).
+
+    A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
+    at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example,
+    ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%], significant (Mann-Whitney p=0.008)"`` or
+    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
+    """
+    baseline = pick_baseline(runs, baseline)
+    rows = []
+    keys, groups = cells.group(cells.forks(cells.ok(runs)))  # fork means: the unit of every test
+    for cell, group in groups:
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        servers = list(dict.fromkeys(group["server"]))
+        if pairs == "all":
+            pairings = [(a, b) for i, b in enumerate(servers) for a in servers[i + 1:]]
+        else:
+            pairings = [(s, baseline) for s in servers if s != baseline and baseline in servers]
+        for server, against in pairings:
+            a = group.loc[group["server"] == server, metric]
+            b = group.loc[group["server"] == against, metric]
+            ratio, low, high = ratio_ci(a, b, alpha=alpha)
+            test, p = test_difference(a, b, alpha=alpha)
+            significant = bool(intervals.significant(p, low, high, alpha))
+            n = min(len(cells.finite(a)), len(cells.finite(b)))
+            change = _format_change(metric, ratio, low, high)
+            if significant:
+                tail = f"significant ({test} {_format_p(p)})"
+            elif test == "none":
+                tail = f"not distinguishable at {n} repeat{'s' if n != 1 else ''} (at least 2 each are needed)"
+            elif math.isnan(p):
+                tail = f"not distinguishable at {n} repeats (no repeat differed from the others)"
+            else:
+                tail = f"not distinguishable at {n} repeats ({test} {_format_p(p)})"
+            better = None
+            if significant:
+                better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
+            row = {c: cells.restore(v) for c, v in zip(keys, cell)}
+            row.update(metric=metric, server=server, baseline=against, change=ratio - 1,
+                       change_low=low - 1, change_high=high - 1, p_value=p, test=test, significant=significant,
+                       better=better, verdict=f"{server} vs {against}: {change}, {tail}")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[*keys, "metric", "server", "baseline", "change", "change_low",
+                                       "change_high", "p_value", "test", "significant", "better", "verdict"])
+
+
+def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
+    """The per-run table the published comparison used: one row per server, columns run 1..N, mean and
+    the mean's interval at ``1 - alpha``.
+
+    Cells other than the server become part of the row index when the runs hold more than one. With
+    ``compare(iterations=m)`` the columns are fork 1..N, each fork's mean over its windows, and
+    ``windows`` and ``within_cv`` say how many windows went in and how far one fork's windows lay apart.
+    """
+    windows = cells.ok(runs)
+    keys = cells.varying(windows)
+    windows = windows.assign(**{c: windows[c].astype(object).map(cells.key) for c in keys})
+    ok = cells.forks(windows)
+    unit = "run" if ok.empty or ok["windows"].max() == 1 else "fork"
+    raw = {k if isinstance(k, tuple) else (k,): g
+           for k, g in windows.groupby([*keys, "server"], sort=False, dropna=False)}
+    rows = []
+    for group_key, group in ok.groupby([*keys, "server"], sort=False, dropna=False):
+        group_key = group_key if isinstance(group_key, tuple) else (group_key,)
+        ordered = group.sort_values(["repeat", "started_at"], na_position="last")
+        row = dict(zip([*keys, "server"], group_key))
+        for i, value in enumerate(ordered[metric], start=1):
+            row[f"{unit} {i}"] = value
+        d = describe(ordered[metric], alpha=alpha)
+        row.update(mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"], cv=d["cv"],
+                   ci=_format_ci(d["ci_low"], d["ci_high"]))
+        if unit == "fork":
+            mine = raw[group_key]
+            row.update(windows=len(mine), within_cv=components(mine[metric], cells.fork_keys(mine))["within_cv"])
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    run_columns = sorted([c for c in frame if c.startswith(f"{unit} ")], key=lambda c: int(c.split()[1]))
+    extra = ["windows", "within_cv"] if unit == "fork" else []
+    return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv", *extra]].set_index(
+        [*keys, "server"])
+
+
+def _format_p(p: float) -> str:
+    # The normal approximation of thousands of clearly different repeats gives a p below the smallest float.
+    return "p<1e-300" if p == 0 else f"p={p:.3g}"
+
+
+def _format_ci(low: float, high: float) -> str:
+    if math.isnan(low):
+        return "-"
+    return f"[{low:,.4g}, {high:,.4g}]"

@@ -1,0 +1,50 @@
+"""Altair charts of benchlab results: a tidy frame in, a chart out.
+
+Every function takes the tidy runs frame (one row per run, the columns of
+:data:`benchlab.schema.COLUMNS`, latencies in seconds, sizes in bytes) or, for the resource timeline, the
+samples frame, and returns an Altair chart. None of them saves or displays anything: a notebook shows
+the chart by leaving it as a cell's last value, :mod:`benchlab.present.render` draws it in HTML.
+
+Conventions shared by all charts:
+
+- failed runs (``status != "ok"``) are left out; a frame with no finished run raises
+  :class:`~benchlab.errors.ResultsError`;
+- latencies are drawn in milliseconds, memory in MiB, CPU in percent of one core (100 % = one busy core);
+- a missing value (an imported wrk text has no p99.9) is dropped, never drawn as zero;
+- one repeat is fine: a cell with a single run has no confidence interval, so no error bar;
+- the title names the unit and the subtitle says what was measured and on what (:func:`describe`).
+
+The 95 % confidence intervals come from :func:`benchlab.analysis.stats.mean_ci` (Cox's log-normal interval for
+positive values, Student's t otherwise), so a chart and the summary table agree.
+
+Example
+-------
+>>> import benchlab, benchlab.present.charts as charts                      # doctest: +SKIP
+>>> runs = benchlab.store.results.frame(benchlab.store.results.load_runs("data/results"))  # doctest: +SKIP
+>>> charts.throughput(runs) | charts.latency(runs)                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .factors import interaction
+from .frames import NINES_TICKS, describe, machine, nines
+from .load import latency, rate_sweep, sweep, throughput
+from .reference import published
+from .spectrum import spectrum
+from .timeline import resources, warmup
+
+__all__ = [
+    "throughput",
+    "latency",
+    "spectrum",
+    "sweep",
+    "resources",
+    "warmup",
+    "published",
+    "rate_sweep",
+    "interaction",
+    "describe",
+    "machine",
+    "NINES_TICKS",
+    "nines",
+]

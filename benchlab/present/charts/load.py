@@ -1,0 +1,251 @@
+"""The load charts: throughput, the latency percentile curve, the concurrency sweep and the rate sweep."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ...errors import ResultsError
+from ...schema import PERCENTILE_COLUMNS
+from .frames import (
+    HEIGHT,
+    NINES_TICKS,
+    WIDTH,
+    finished,
+    interval,
+    long,
+    nines,
+    number,
+    server_color,
+    title,
+    values,
+    with_cells,
+    with_setup,
+)
+
+if TYPE_CHECKING:
+    import altair as alt
+    import pandas as pd
+
+
+# --- throughput ---------------------------------------------------------------------------------------
+
+def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = None) -> alt.FacetChart:
+    """Requests per second per server: the mean with its 95 % CI, and every repeat as a dot.
+
+    One panel per scenario (rows) and load point (columns, e.g. '200 connections').
+
+    Parameters
+    ----------
+    runs : the tidy runs frame
+    metric : a throughput column, "rps" by default
+    note : the subtitle; by default :func:`describe` of ``runs``
+
+    Example
+    -------
+    >>> chart = throughput(suite.runs)            # doctest: +SKIP
+    >>> chart.to_dict()["spec"]["layer"][0]["mark"]["type"]  # doctest: +SKIP
+    'bar'
+    """
+    import altair as alt
+    import pandas as pd
+
+    frame, order = with_cells(finished(runs, "throughput"))
+    keys = ["scenario", "load_point", "server"]
+    dots = frame[keys + ["id", "repeat", "connections"]].assign(kind="run", value=frame[metric].astype(float))
+    cells = []
+    for (scenario, point, server), group in frame.groupby(keys, sort=True):
+        mean, low, high, n = interval(group[metric].tolist())
+        cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
+                      "value": mean, "ci_low": low, "ci_high": high, "n": n})
+    table = pd.concat([dots, pd.DataFrame(cells)], ignore_index=True)
+
+    base = alt.Chart(table).encode(
+        x=alt.X("server:N", title=None, axis=alt.Axis(labelAngle=-30)),
+        color=server_color(values(frame, "server")),
+    )
+    unit = "requests/s"
+    # Throughput cannot be negative: an interval that reaches below 0 (two repeats far apart) is cut at the axis.
+    y_scale = alt.Scale(domainMin=0)
+    bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
+        y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
+                 alt.Tooltip("ci_low:Q", title="95% CI low", format=",.0f"),
+                 alt.Tooltip("ci_high:Q", title="95% CI high", format=",.0f"),
+                 alt.Tooltip("n:Q", title="repeats")],
+    )
+    bars_ci = base.transform_filter("datum.kind === 'cell' && isValid(datum.ci_low)").mark_errorbar(
+        ticks=True, thickness=2, clip=True).encode(
+        y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
+        color=alt.value("black"),
+    )
+    repeats = base.transform_filter(alt.datum.kind == "run").mark_circle(size=55, opacity=0.9).encode(
+        y=alt.Y("value:Q"),
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
+                 alt.Tooltip("value:Q", title=metric, format=",.1f"), alt.Tooltip("id:N", title="run")],
+    )
+    # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
+    with_ci = any(number(c["ci_low"]) is not None for c in cells)
+    layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
+        width=WIDTH, height=HEIGHT)
+    return layered.facet(
+        row=alt.Row("scenario:N", title="scenario"),
+        column=alt.Column("load_point:N", title=None, sort=order),
+        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
+                    width=len(order) * (WIDTH + 20) + 60),
+    )
+
+
+# --- latency percentile curve -------------------------------------------------------------------------
+
+def _percentiles_long(frame: pd.DataFrame) -> pd.DataFrame:
+    table = long(frame, ["id", "server", "scenario", "load_point", "repeat"],
+                  {column: frame.get(column) for column in PERCENTILE_COLUMNS}, "column")
+    table["percentile"] = table.pop("column").map(PERCENTILE_COLUMNS).astype(float)
+    table["nines"] = table["percentile"].map(nines)
+    table["latency_ms"] = table.pop("value") * 1000.0
+    return table
+
+
+def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
+    """The latency percentile curve, HDR style: the tail is stretched out on a 'nines' axis.
+
+    x is the percentile p drawn at 1 / (1 - p/100) on a log scale, labelled 50, 90, 99, 99.9, 99.99, so each
+    further nine gets the same room; y is latency in milliseconds. A line per server joins the mean over the
+    repeats, a dot per repeat shows their spread. Percentiles a tool did not report are left out.
+
+    Example
+    -------
+    >>> latency(suite.runs).to_dict()["spec"]["layer"][0]["encoding"]["x"]["field"]  # doctest: +SKIP
+    'nines'
+    """
+    import altair as alt
+
+    frame, order = with_cells(finished(runs, "latency"))
+    table = _percentiles_long(frame)
+    if table.empty:
+        raise ResultsError("no latency percentiles in these runs (the load tool reported none): "
+                           "chart throughput instead")
+    label = " : ".join(f"datum.value == {nines(p):g} ? '{text}'" for p, text in NINES_TICKS.items()) + " : ''"
+    x = alt.X("nines:Q", title="percentile",
+              scale=alt.Scale(type="log", domain=[nines(50.0), nines(99.99)]),
+              axis=alt.Axis(values=[nines(p) for p in NINES_TICKS], labelExpr=label, grid=True))
+    y = alt.Y("latency_ms:Q", title="latency (ms)")
+    color = server_color(values(frame, "server"))
+    lines = alt.Chart(table).mark_line(point=False).encode(
+        x=x, y=alt.Y("mean(latency_ms):Q", title="latency (ms)"), color=color,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("percentile:Q", title="percentile"),
+                 alt.Tooltip("mean(latency_ms):Q", title="mean latency (ms)", format=",.2f"),
+                 alt.Tooltip("count(latency_ms):Q", title="repeats")],
+    )
+    dots = alt.Chart(table).mark_circle(size=40, opacity=0.8).encode(
+        x=x, y=y, color=color,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"), alt.Tooltip("percentile:Q"),
+                 alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run")],
+    )
+    return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
+        row=alt.Row("scenario:N", title="scenario"),
+        column=alt.Column("load_point:N", title=None, sort=order),
+        title=title("Latency by percentile (ms), nines scale", frame, note, width=len(order) * (WIDTH + 80) + 60),
+    )
+
+
+# --- concurrency sweep --------------------------------------------------------------------------------
+
+def sweep(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
+    """Throughput and p99 against the number of connections, one line per server, so the knee shows.
+
+    The line joins the mean of the repeats at each connection count; a dot marks each repeat. The two
+    panels have their own y axes: requests/s on the left, p99 in milliseconds on the right.
+
+    Example
+    -------
+    >>> sweep(suite.runs).to_dict()["facet"]["column"]["field"]   # doctest: +SKIP
+    'panel'
+    """
+    import altair as alt
+    import pandas as pd
+
+    frame = finished(runs, "sweep")
+    frame = frame[frame["connections"].map(number).notna()]
+    frame = frame.assign(connections=frame["connections"].map(number).astype(int))
+    frame, dashed = with_setup(frame)
+    table = long(frame, ["id", "server", "scenario", "connections", "repeat", "setup"],
+                  {"throughput (requests/s)": frame.get("rps"),
+                   "p99 latency (ms)": pd.to_numeric(frame.get("p99", math.nan), errors="coerce") * 1000}, "panel")
+    if table.empty:
+        raise ResultsError("no runs with a connection count to sweep: the sweep chart needs load='duration' runs")
+    points = sorted(set(table["connections"]))
+    # One connection count is a sweep of one point: let Vega-Lite pad the axis around it.
+    scale = alt.Scale(type="log", base=2, domain=[points[0], points[-1]]) if len(points) > 1 else alt.Scale(
+        type="log", base=2)
+    x = alt.X("connections:Q", title="connections", scale=scale, axis=alt.Axis(values=points, format="d"))
+    color = server_color(values(frame, "server"))
+    lines = alt.Chart(table).mark_line(point=True).encode(
+        x=x, y=alt.Y("mean(value):Q", title=None), color=color, **dashed,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("connections:Q"), alt.Tooltip("panel:N", title="metric"),
+                 alt.Tooltip("mean(value):Q", title="mean", format=",.2f"),
+                 alt.Tooltip("count(value):Q", title="repeats")],
+    )
+    dots = alt.Chart(table).mark_circle(size=30, opacity=0.6).encode(
+        x=x, y=alt.Y("value:Q", title=None), color=color,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("connections:Q"), alt.Tooltip("repeat:Q"),
+                 alt.Tooltip("panel:N", title="metric"), alt.Tooltip("value:Q", format=",.2f"),
+                 alt.Tooltip("id:N", title="run")],
+    )
+    return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
+        row=alt.Row("scenario:N", title="scenario"),
+        column=alt.Column("panel:N", title=None, sort=["throughput (requests/s)", "p99 latency (ms)"]),
+        title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note,
+                    width=2 * (WIDTH + 80) + 60),
+    ).resolve_scale(y="independent")
+
+
+# --- latency against throughput (rate sweeps) ---------------------------------------------------------
+
+def rate_sweep(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
+    """p99 against the achieved throughput for constant-rate runs, a line per server in order of the target.
+
+    Each point is one offered rate: while a server keeps up, achieved rps follows the target and p99
+    stays flat; past its capacity achieved rps stalls and p99 climbs: the knee. Dots are single runs, the
+    line joins the means per target rate.
+
+    Example
+    -------
+    >>> rate_sweep(suite.runs).to_dict()["spec"]["layer"][0]["encoding"]["y"]["field"]  # doctest: +SKIP
+    'p99_ms'
+    """
+    import altair as alt
+
+    frame = finished(runs, "latency-throughput")
+    frame = frame[frame["load"] == "rate"].copy()
+    if frame.empty:
+        raise ResultsError("no constant-rate runs (load='rate') in this frame: run compare(load='rate', rates=[...])")
+    frame["target"] = [(number(t) if number(t) is not None else number(r))
+                       for t, r in zip(frame["target_rps"], frame["rate"])]
+    frame["p99_ms"] = frame["p99"].map(number) * 1000.0
+    frame["rps"] = frame["rps"].astype(float)
+    frame, dashed = with_setup(frame)
+    table = frame[["id", "server", "scenario", "repeat", "setup", "target", "rps", "p99_ms"]].dropna(subset=["p99_ms"])
+    color = server_color(values(table, "server"))
+    means = alt.Chart(table).transform_aggregate(
+        rps="mean(rps)", p99_ms="mean(p99_ms)", runs="count()", groupby=["server", "scenario", "setup", "target"],
+    ).mark_line(point=True).encode(
+        x=alt.X("rps:Q", title="achieved throughput (requests/s)"),
+        y=alt.Y("p99_ms:Q", title="p99 latency (ms)"),
+        order=alt.Order("target:Q"), color=color, **dashed,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("target:Q", title="target (req/s)", format=",.0f"),
+                 alt.Tooltip("rps:Q", title="achieved (req/s)", format=",.0f"),
+                 alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.2f"), alt.Tooltip("runs:Q", title="repeats")],
+    )
+    dots = alt.Chart(table).mark_circle(size=30, opacity=0.5).encode(
+        x="rps:Q", y="p99_ms:Q", color=color,
+        tooltip=[alt.Tooltip("server:N"), alt.Tooltip("target:Q", title="target (req/s)", format=",.0f"),
+                 alt.Tooltip("rps:Q", title="achieved (req/s)", format=",.0f"),
+                 alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.2f"), alt.Tooltip("id:N", title="run")],
+    )
+    return alt.layer(means, dots, data=table).properties(width=WIDTH * 2, height=HEIGHT + 40).facet(
+        column=alt.Column("scenario:N", title="scenario"),
+        title=title("Latency against throughput: p99 (ms) by achieved requests/s, constant-rate runs",
+                     frame, note, width=len(values(table, "scenario")) * (WIDTH * 2 + 20) + 60),
+    )

@@ -1,0 +1,272 @@
+"""What a notebook's kernel imports: the parameter check, the chart renderer and the stored-results check.
+
+Every benchlab notebook opens with one call, right after its ``parameters`` cell::
+
+    globals().update(notebook.setup(globals()))
+
+which checks the parameters against the types the parameters cell declares (``repeats: int = 3``, read
+by papermill's own parser, the one ``papermill.inspect_notebook`` uses), makes sure ``results_dir`` holds
+runs when ``run=False``, shows charts offline (:func:`enable_charts`) and widens pandas' tables. Rendering
+and batching reports is :mod:`benchlab.report`'s job, outside the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import BenchlabError, ResultsError, UsageError
+
+__all__ = ["ParameterError", "setup", "parameters", "declared", "require_results", "enable_charts",
+           "VEGALITE_MIMETYPE"]
+
+#: The mimetype under which the executed notebook keeps each chart's Vega-Lite spec.
+VEGALITE_MIMETYPE = "application/vnd.vegalite.v6+json"
+
+#: The first characters of the notebook's own parameters cell (papermill's injected one is "# Parameters\n").
+PARAMETERS_CELL = "# Parameters"
+
+
+class ParameterError(UsageError):
+    """A notebook parameter is unknown or of the wrong type; the message names the valid ones."""
+
+
+# --- charts ---------------------------------------------------------------------------------------------
+
+#: Room kept right of a static chart. vl-convert sizes the SVG by its own font's widths; a browser that draws
+#: the text in a wider font (DejaVu Sans: about 1.15x) would cut the legend's longest name at the edge.
+STATIC_PADDING = {"left": 5, "top": 5, "bottom": 5, "right": 40}
+
+
+def _chart_bundle(spec: dict, **options) -> tuple[dict, dict]:
+    import vl_convert
+
+    bundle: dict[str, Any] = {VEGALITE_MIMETYPE: spec}
+    try:
+        bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING})
+    except Exception as exc:  # noqa: BLE001 - a chart vl-convert cannot draw still has its spec
+        bundle["text/plain"] = f"(no static image: {exc})"
+    title = spec.get("title", {})
+    bundle.setdefault("text/plain", f"<chart: {title.get('text') if isinstance(title, dict) else title}>")
+    return bundle, {}
+
+
+def enable_charts() -> None:
+    """Show Altair charts as spec + static SVG: offline in JupyterLab, ready for :func:`benchlab.report.to_html`.
+
+    Example
+    -------
+    >>> enable_charts()
+    >>> import altair as alt; alt.renderers.active
+    'benchlab'
+    """
+    import altair as alt
+
+    if "benchlab" not in alt.renderers.names():
+        alt.renderers.register("benchlab", _chart_bundle)
+    alt.renderers.enable("benchlab")
+
+
+# --- the parameter check --------------------------------------------------------------------------------
+
+def _fail(error: BenchlabError) -> BenchlabError:
+    """Print the message first, so it is the notebook's first output above the traceback."""
+    print(f"benchlab: error: {error}", file=sys.stderr)
+    return error
+
+
+def _cells(namespace: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the notebook's own parameters cell, papermill's injected one or "") from IPython's history."""
+    history = namespace.get("In")
+    if not isinstance(history, list):
+        return None
+    own = [s for s in history if isinstance(s, str) and s.startswith(PARAMETERS_CELL)
+           and not s.startswith(PARAMETERS_CELL + "\n")]
+    injected = [s for s in history if isinstance(s, str) and s.startswith(PARAMETERS_CELL + "\n")]
+    return (own[-1] if own else "", injected[-1] if injected else "")
+
+
+def _assigned(source: str) -> set[str]:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
+_TYPES = {"Optional": typing.Optional, "Union": typing.Union, "None": None, "list": list, "dict": dict,
+          "str": str, "int": int, "float": float, "bool": bool}
+
+
+def _kinds(annotation: str) -> tuple[type, ...]:
+    """``"Optional[int]"`` -> ``(int, NoneType)``: the types an annotation of the parameters cell allows."""
+    hint = eval(annotation, {"__builtins__": {}}, _TYPES)  # noqa: S307 - names limited to _TYPES
+    return typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+
+
+def declared(source: str) -> dict[str, tuple[type, ...]]:
+    """The parameters a ``parameters`` cell declares and their types, read by papermill's parser.
+
+    >>> declared("repeats: int = 3  # runs per server\\nseed: Optional[int] = None")
+    {'repeats': (<class 'int'>,), 'seed': (<class 'int'>, <class 'NoneType'>)}
+    """
+    from papermill.translators import PythonTranslator
+
+    found = {}
+    for parameter in PythonTranslator.inspect({"source": source}):
+        if parameter.inferred_type_name == "None":
+            raise ParameterError(f"the parameters cell gives {parameter.name} no type: write {parameter.name}: "
+                                 f"<type> = {parameter.default}")
+        found[parameter.name] = _kinds(parameter.inferred_type_name)
+    return found
+
+
+def _kind(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _scalar(text: str) -> Any:
+    """'64' -> 64, '1.5' -> 1.5, anything else stays a stripped string."""
+    text = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+_IGNORED = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+def parameters(namespace: Mapping[str, Any], schema: Mapping[str, tuple[type, ...] | type] | None = None) -> dict:
+    """Check a notebook's parameters and return them as a dict.
+
+    Call it in the cell after the ``parameters`` cell with ``globals()``. ``schema`` is by default what
+    that cell declares (``connections: int = 200``, see :func:`declared`). A name that papermill injected
+    and the schema lacks is an unknown parameter, most often a typo; outside IPython every public
+    variable counts. Every value must be one of the schema's types. A list parameter given as a string,
+    as on the command line (``-p servers spring-tomcat,spring-jetty``), is split at the commas.
+
+    Raises
+    ------
+    ParameterError
+        printed first, so it is the notebook's first output, then raised, so papermill stops there.
+
+    Example
+    -------
+    >>> parameters({"repeats": 3, "servers": "a,b"}, {"repeats": int, "servers": (list,)})
+    {'repeats': 3, 'servers': ['a', 'b']}
+    >>> parameters({"repeat": 3}, {"repeats": int})
+    Traceback (most recent call last):
+    benchlab.present.notebook.ParameterError: unknown parameter 'repeat': this notebook takes repeats
+    """
+    cells = _cells(namespace)
+    if schema is None:
+        if not cells or not cells[0]:
+            raise _fail(ParameterError(f"no cell starting {PARAMETERS_CELL!r} ran: run the parameters cell first"))
+        schema = declared(cells[0])
+    if cells is not None:
+        given = set().union(*(_assigned(cell) for cell in cells))
+    else:
+        given = {name for name, value in namespace.items()
+                 if not name.startswith("_") and name not in _IGNORED
+                 and not isinstance(value, (types.ModuleType, types.FunctionType, type))}
+    unknown = sorted(name for name in given if name not in schema)
+    if unknown:
+        raise _fail(ParameterError(
+            f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+            f"this notebook takes {', '.join(schema)}"))
+    return {name: _checked(namespace, name, kinds if isinstance(kinds, tuple) else (kinds,))
+            for name, kinds in schema.items()}
+
+
+def _checked(namespace: Mapping[str, Any], name: str, kinds: tuple[type, ...]) -> Any:
+    if name not in namespace:
+        raise _fail(ParameterError(f"parameter {name!r} is missing: keep the notebook's parameters cell"))
+    try:
+        return _fitted(namespace[name], name, kinds)
+    except ParameterError as exc:
+        raise _fail(exc) from None
+
+
+def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
+    """``value`` as the parameter ``name`` takes it ("a,b" is a list where a list is wanted), or ParameterError."""
+    if isinstance(value, str) and list in kinds and str not in kinds:
+        value = [_scalar(part) for part in value.split(",") if part.strip()]
+    if type(value) is int and float in kinds and int not in kinds:
+        value = float(value)
+    fits = (value is None and type(None) in kinds) or (
+        value is not None and isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds))
+    if not fits:
+        wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+        raise ParameterError(f"parameter {name!r} must be {wanted}, not {_kind(value)} {value!r}")
+    return value
+
+
+def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored: bool = True) -> None:
+    """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
+    starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
+    ``stored``, a re-render (``run=False``) must also find its runs (a batch checks that only when the
+    entry's turn comes, since an earlier entry may write them)."""
+    import json
+
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    source = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if source is None:
+        raise ParameterError(f"{notebook} has no cell tagged 'parameters': tag one in JupyterLab (the cell's tags)")
+    schema = declared(source)
+    unknown = sorted(name for name in given if name not in schema)
+    if unknown:
+        raise ParameterError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+                             f"{Path(notebook).name} takes {', '.join(schema)}")
+    for name, value in given.items():
+        _fitted(value, name, schema[name])
+    if given.get("run") is False and "results_dir" in schema:
+        if stored:
+            require_results(given.get("results_dir"))
+        elif not given.get("results_dir"):
+            require_results(None)
+
+
+def require_results(results_dir: str | os.PathLike | None) -> list:
+    """The stored runs under ``results_dir``, for a notebook re-rendered with ``run=False``.
+
+    Raises :class:`~benchlab.errors.ResultsError` when the directory is not given, does not exist or holds
+    no run.
+    """
+    from ..store.results import load_runs
+
+    if not results_dir:
+        raise ResultsError("run=False re-renders stored results: set results_dir to a directory of runs, "
+                           "e.g. -p results_dir data/results/compare-...")
+    return load_runs(results_dir)
+
+
+def setup(namespace: Mapping[str, Any]) -> dict:
+    """A notebook's first step: check its parameters, its stored results when ``run=False``, enable the charts.
+
+    Returns the checked parameters (a list given as ``"a,b"`` is a list here), for ``globals().update``.
+    """
+    checked = parameters(namespace)
+    if not checked.get("run", True):
+        try:
+            require_results(checked.get("results_dir"))
+        except ResultsError as exc:
+            raise _fail(exc) from None
+    enable_charts()
+    import pandas as pd
+
+    pd.set_option("display.max_columns", 40)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_colwidth", None)
+    return checked

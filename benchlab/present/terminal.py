@@ -1,0 +1,171 @@
+"""What the command line prints: one run, and a suite's summary, per-run table, verdicts and flags.
+
+Everything printed goes through :func:`printable`: names, ids and errors come from stored files, which may
+come from anyone, and a terminal obeys the escape sequences in what it is sent.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .formatting import ms as _ms  # one formatter for the terminal, the notebooks and the report
+
+# ESC sequences first (CSI such as cursor moves, OSC such as OSC 52's clipboard write, then any other ESC
+# pair), then what is left of C0 but newline and tab, DEL and C1 (of which 0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[PX^_][^\x1b\x9c]*"
+                      r"(?:\x1b\\|\x9c)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]", re.DOTALL)
+
+
+def printable(text: str) -> str:
+    r"""``text`` without control characters (C0 but newline and tab, DEL, C1) or escape sequences.
+
+    >>> printable("tomcat\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\x1b[Hok\r\x9b31m!")
+    'tomcatok31m!'
+    """
+    return _CONTROL.sub("", text)
+
+
+def _print(text: str = "") -> None:
+    print(printable(str(text)))
+
+
+def _mib(value) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _warmup(asked, metrics) -> str:
+    took = metrics.get("warmup_s")
+    if asked != "auto":
+        return f"{asked:g}s"
+    if not took:
+        return "auto"
+    said = ", not warm" if metrics.get("warm") is False else ""
+    kind = f", {metrics['warmup_class']}" if metrics.get("warmup_class") else ""
+    quiet = f", JIT quiet at {metrics['jit_quiet_s']:.0f} s" if metrics.get("jit_quiet_s") is not None else ""
+    return f"auto ({took:.0f} s{kind}{quiet}{said})"
+
+
+def format_run(run) -> str:
+    """A readable summary of one run: rps, percentiles, errors, CPU and RSS, startup."""
+    p, m = run.params, run.metrics
+    server = run.metadata.get("server", {})
+    version = f"{server.get('server') or ''} {server.get('server_version') or ''}".strip()
+    lines = [
+        f"{p['server']} ({version or 'version unknown'}) / {p['scenario']} / {p['driver']} "
+        f"{p['load']}: c={p['connections']} t={p['threads']}"
+        + (f" rate={p['rate']:.0f}/s" if p.get("rate") else "")
+        + (f" users={p['users']} loops={p['loops']}" if p.get("users") else "")
+        + f" duration={p['duration']:g}s warmup={_warmup(p['warmup'], m)} backend={p['backend']}",
+        f"  requests/s  {m['rps']:,.1f}   ({m['requests']:,} requests in {m['elapsed_s']:.2f} s"
+        + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
+    ]
+    if m.get("target_rps"):
+        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {m['rps'] / m['target_rps']:.1%})")
+    lines.append("  latency     " + "  ".join(
+        f"{name} {_ms(m.get(key))}" for name, key in
+        (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
+    from ..schema import ERROR_KINDS
+
+    errors = {k: m.get(f"errors_{k}") for k in ERROR_KINDS}
+    lines.append("  errors      " + (", ".join(f"{k} {v}" for k, v in errors.items() if v) or "none"))
+    lines.append(f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max, "
+                 f"startup {m['startup_ms']:.0f} ms" if m.get("startup_ms") is not None else
+                 f"  server      cpu {_pct(m.get('server_cpu_mean'))} mean, rss {_mib(m.get('server_rss_max'))} max")
+    cores = p.get("load_cores") or 1
+    lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
+                 f"{','.join(map(str, p['load_cpus']))}")
+    lines.append(f"  stored      {run.id}")
+    return "\n".join(lines)
+
+
+def wall_text(seconds: float) -> str:
+    """``95`` -> "1 min 35 s", ``3725`` -> "1 h 2 min"."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def warmup_line(runs) -> str:
+    """How the runs were warmed, said before any number: a fixed warm-up is not judged steady."""
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    if not len(ok) or "warmup" not in ok:
+        return "warm-up: no finished run"
+    fixed = sorted({float(w) for w in ok["warmup"] if w != "auto" and w is not None})
+    auto = ok[ok["warmup"] == "auto"]
+    parts = []
+    if len(auto):
+        unsteady = int((auto["warm"] == False).sum()) if "warm" in auto else 0  # noqa: E712 - a column of objects
+        took = auto["warmup_s"].astype(float)
+        text = f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s"
+        quiet = auto["jit_quiet_s"].dropna().astype(float) if "jit_quiet_s" in auto else []
+        if len(quiet):
+            text += f"; JIT quiet at {quiet.min():.0f}-{quiet.max():.0f} s"
+        kinds = auto["warmup_class"].dropna().value_counts() if "warmup_class" in auto else {}
+        if len(kinds):
+            text += "; " + ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+        parts.append(text + ")" + (f", {unsteady} not warm at the limit (flag not_warm)" if unsteady else
+                                   ", all warm: compiler quiet and throughput steady"))
+    if fixed:
+        parts.append(f"fixed {', '.join(f'{w:g} s' for w in fixed)}, not judged steady: on one core a JVM can take "
+                     "minutes to warm, so use warmup auto for figures to quote")
+    return "warm-up: " + "; ".join(parts)
+
+
+def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
+    """The summary, the verdicts and the flags of a suite, for a terminal."""
+    import pandas as pd
+
+    from ..analysis.cells import varying
+
+    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
+        summary = suite.summary(metrics)
+        keep = varying(summary)
+        several = bool((summary["windows"] > summary["n"]).any()) if len(summary) else False
+        columns = ["n", "windows", "mean", "ci_low", "ci_high", "cv", "between_cv", "within_cv"] if several else \
+            ["n", "mean", "ci_low", "ci_high", "cv"]
+        shown = summary[[*keep, "server", "metric", *columns, "ratio", "flags"]].copy()
+        latency = shown["metric"] != "rps"
+        for column in ("mean", "ci_low", "ci_high"):
+            shown[column] = shown[column].astype(float)
+            shown.loc[latency, column] *= 1000.0
+        shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
+        _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
+        _print(warmup_line(suite.runs))
+        reached = getattr(suite, "precision", None)
+        if reached:
+            _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
+                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
+        design = getattr(suite, "design", None)
+        if design:
+            _print(f"iterations=auto: {design['why']}")
+        took = suite.wall_s
+        if took is not None:
+            _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
+        _print()
+        _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
+        _print()
+        _print("per-run requests/s:")
+        _print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
+        _print()
+        for verdict in suite.verdicts("rps")["verdict"]:
+            _print("  " + verdict)
+        for verdict in suite.verdicts("p99")["verdict"]:
+            _print("  " + verdict)
+        flags = suite.flags()
+        if len(flags):
+            _print()
+            _print("flags:")
+            for _, flag in flags.iterrows():
+                if flag["flag"] == "damaged":  # no run to name: the line names the file
+                    _print(f"  [damaged] {flag['explanation']}")
+                    continue
+                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
+                _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")

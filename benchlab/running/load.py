@@ -1,0 +1,150 @@
+"""What load to offer: the load models and their parameters.
+
+Three models, one :class:`Load`:
+
+``duration``  a closed loop for a fixed time: ``connections`` keep one request in flight each (wrk).
+``count``     a closed loop of a fixed number of requests: ``users`` in parallel, ``loops`` each
+              (h2load, JMeter), as the published JMeter thread groups were.
+``rate``      an open loop at a constant ``rate`` of requests per second for a fixed time (vegeta):
+              requests leave on schedule whether or not the server keeps up, so a stall shows in the
+              latency instead of being hidden (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..errors import UsageError
+from ..schema import SECONDS
+
+MODELS = ("duration", "count", "rate")
+
+#: warmup="auto": warm in slices until throughput stops rising (see :mod:`benchlab.running.warmup`).
+AUTO = "auto"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def parse_duration(value: str | float | int, *, what: str = "duration") -> float:
+    """Seconds from ``"30s"``, ``"2m"``, ``"500ms"``, ``"1h"`` or a number of seconds.
+
+    >>> parse_duration("2m")
+    120.0
+    """
+    if isinstance(value, bool):
+        raise UsageError(f"bad {what} {value!r}: give seconds or a string such as '30s', '2m' or '500ms'")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise UsageError(f"bad {what} {value!r}: use a number with a unit, such as '30s', '2m' or '500ms'")
+        seconds = float(match.group(1)) * SECONDS[match.group(2) or "s"]
+    if seconds < 0 or math.isnan(seconds) or math.isinf(seconds):
+        raise UsageError(f"bad {what} {value!r}: it must be zero or more seconds")
+    return seconds
+
+
+def _positive_int(name: str, value, *, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a whole number of 1 or more, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Load:
+    """One load setting, checked when it is built. Times are in seconds.
+
+    Examples
+    --------
+    >>> Load(connections=200, threads=4, duration=30, warmup=10).model
+    'duration'
+    >>> Load.count(users=100, loops=1000).requests
+    100000
+    """
+
+    model: str = "duration"
+    connections: int = 200
+    threads: int = 1
+    duration: float = 30.0
+    warmup: float | str = "auto"
+    timeout: float = 10.0
+    users: int | None = None
+    loops: int | None = None
+    rate: float | None = None
+    ramp_up: float = 0.0
+    plan: str | None = None
+    extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise UsageError(f"unknown load model {self.model!r}: choose one of {', '.join(MODELS)}")
+        for name in ("duration", "warmup", "timeout", "ramp_up"):
+            if name == "warmup" and self.warmup == AUTO:
+                continue
+            if name == "warmup" and isinstance(self.warmup, str) and not _DURATION.match(self.warmup):
+                raise UsageError(f"bad warmup {self.warmup!r}: use 'auto' (until throughput stops rising) or a "
+                                 "time such as '30s'")
+            object.__setattr__(self, name, parse_duration(getattr(self, name), what=name))
+        if self.model == "count":
+            users = _positive_int("users", self.users)
+            _positive_int("loops", self.loops)
+            if self.users * self.loops < 1:
+                raise UsageError("users x loops must be 1 or more requests")
+            object.__setattr__(self, "connections", users)
+        else:
+            _positive_int("connections", self.connections)
+        _positive_int("threads", self.threads)
+        if self.model == "rate":
+            if self.rate is None or isinstance(self.rate, bool) or not self.rate > 0:
+                raise UsageError(f"rate must be more than 0 requests per second, not {self.rate!r}")
+            object.__setattr__(self, "rate", float(self.rate))
+        if self.model in ("duration", "rate") and self.duration <= 0:
+            raise UsageError("duration must be more than 0 seconds, for example '10s'")
+        if self.model == "duration" and self.connections < self.threads:
+            raise UsageError(
+                f"connections ({self.connections}) must be at least threads ({self.threads}): "
+                "each thread needs one connection or more; raise connections or lower threads"
+            )
+        if self.timeout <= 0:
+            raise UsageError("timeout must be more than 0 seconds")
+
+    @classmethod
+    def count(cls, users: int, loops: int, **options) -> Load:
+        """A fixed-count closed loop: ``users`` in parallel, ``loops`` requests each."""
+        if isinstance(users, int) and isinstance(loops, int) and not isinstance(users, bool) and users * loops < 1:
+            raise UsageError("users x loops must be 1 or more requests: raise users or loops")
+        return cls(model="count", users=users, loops=loops, **options)
+
+    @classmethod
+    def constant_rate(cls, rate: float, duration: float | str = 30.0, **options) -> Load:
+        """An open loop at ``rate`` requests per second."""
+        return cls(model="rate", rate=rate, duration=duration, **options)
+
+    @property
+    def requests(self) -> int | None:
+        """The planned request count of a ``count`` load, else None."""
+        return self.users * self.loops if self.model == "count" else None
+
+    @property
+    def warmup_seconds(self) -> float:
+        """The warm-up expected, for progress and ETA: a fixed warm-up, or for ``auto`` 200 s, about what a
+        JVM on one core needs here before its compiler is quiet (140-320 s measured)."""
+        return 200.0 if self.warmup == AUTO else self.warmup
+
+    @property
+    def planned_seconds(self) -> float:
+        """How long the measured phase is expected to take, for progress and ETA."""
+        if self.model == "count":
+            # A guess of 20k requests/s: only used for an ETA before the first run has finished.
+            return max(1.0, self.users * self.loops / 20000.0)
+        return self.duration
+
+    def as_params(self) -> dict:
+        params = asdict(self)
+        params["extra"] = dict(self.extra)
+        return params

@@ -1,0 +1,113 @@
+"""The run matrix of a comparison: its cells (scenario x load point), every server in each, and their order."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from ..errors import UsageError
+from ..store.files import slug
+from . import factors as factor_specs
+from . import servers as server_names
+from .spec import ORDERS, RunSpec, prepare
+
+
+def as_list(value, name: str) -> list:
+    if value is None:
+        return [None]
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    values = list(value)
+    if not values:
+        raise UsageError(f"{name} is empty: give at least one value")
+    return values
+
+
+def load_points(load: str, connections, users, loops, rates) -> list[dict]:
+    """The load settings of the matrix: connections (duration), users x loops pairs (count) or rates."""
+    if load == "count":
+        users_, loops_ = as_list(users, "users"), as_list(loops, "loops")
+        if len(users_) == 1 and len(loops_) > 1:
+            users_ = users_ * len(loops_)
+        if len(loops_) == 1 and len(users_) > 1:
+            loops_ = loops_ * len(users_)
+        if len(users_) != len(loops_):
+            raise UsageError("users and loops pair up: give lists of the same length, e.g. users=[100, 1000], "
+                             "loops=[1000, 100]")
+        return [{"users": u, "loops": n, "connections": u} for u, n in zip(users_, loops_)]
+    if load == "rate":
+        if rates is None:
+            raise UsageError("a rate comparison needs rates=[...] in requests per second, e.g. rates=[500, 1000]")
+        return [{"rate": r, "connections": c} for r in as_list(rates, "rates")
+                for c in as_list(connections, "connections")]
+    return [{"connections": c} for c in as_list(connections, "connections")]
+
+
+def load_tag(spec: RunSpec) -> str:
+    load = spec.load
+    if load.model == "count":
+        return f"u{load.users}x{load.loops}"
+    if load.model == "rate":
+        return f"rate{load.rate:g}"
+    return f"c{load.connections}"
+
+
+def run_name(spec: RunSpec, repeat: int) -> str:
+    """The run's directory name in a comparison: readable, and the same for the same cell and repeat."""
+    return slug(f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-"
+                f"{spec.cell_key()[:8]}")
+
+
+def check_repeats(repeats, *, auto: bool = False) -> None:
+    """``repeats`` is a whole number of 1 or more (or, with ``auto``, the word ``"auto"``)."""
+    if auto and repeats == "auto":
+        return
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        also = " or 'auto'" if auto else ""
+        raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
+
+
+def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,
+           load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
+           ) -> list[tuple[int, RunSpec]]:
+    """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.
+
+    Each repeat runs every cell and every server once before the next repeat starts (A B C A B C), so a
+    drift on the machine hits every server alike; ``order="shuffled"`` shuffles inside each repeat.
+    ``options`` are the per-run options of :func:`benchlab.running.spec.prepare`; each spec is checked there.
+    ``factors`` (:mod:`benchlab.running.factors`) add each server's variants beside it and repeat each cell per
+    value of a run option such as ``server_cpus``.
+    """
+    server_list = as_list(servers, "servers") if servers is not None else []
+    if not server_list or server_list == [None]:
+        raise UsageError("servers is empty: give at least one, e.g. servers=['spring-tomcat', 'spring-jetty']")
+    check_repeats(repeats)
+    if order not in ORDERS:
+        raise UsageError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
+    factors = factor_specs.parse(factors)
+    server_list = factor_specs.cross(server_list, factors)
+    names = [server_names.get(s).name for s in server_list]
+    if len(set(names)) != len(names):
+        raise UsageError(f"servers lists one server twice: {', '.join(names)}")
+    # The matrix sets the load model and its points; the rest are the same for every run.
+    common = {k: v for k, v in (options or {}).items() if k not in ("load", "connections", "users", "loops", "rate")}
+    varied = factor_specs.run_options(factors, common)
+    common = {k: v for k, v in common.items() if k not in varied[0]}
+    cells = []
+    for scenario in as_list(scenarios, "scenarios"):
+        for point in load_points(load, connections, users, loops, rates):
+            for setting in varied:
+                cells.append([prepare(s, scenario, load=load, **common, **point, **setting) for s in server_list])
+    rng = random.Random(seed)
+    runs = []
+    for repeat in range(1, repeats + 1):
+        block = [spec for cell in cells for spec in cell]
+        if order == "shuffled":
+            rng.shuffle(block)
+        runs.extend((repeat, spec) for spec in block)
+    return runs
+
+
+def suite_id(runs: list[tuple[int, RunSpec]]) -> str:
+    keys = sorted({spec.cell_key() for _, spec in runs})
+    return hashlib.sha256(",".join(keys).encode()).hexdigest()[:10]

@@ -1,0 +1,266 @@
+"""One run: start the server, verify its answer, warm it up, measure, stop it, and store the record.
+
+A run counts only when everything in it went right: a server that died during the load, or a load tool
+that was killed, raises an error naming what happened, so the caller records a failed run rather than
+numbers from a broken one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import http.client
+import json
+import secrets
+import time
+import urllib.parse
+from pathlib import Path
+
+from ..analysis import steady
+from ..errors import ServerError, VerifyError, tail
+from ..store import locks
+from ..store.results import Run, save
+from . import backends, drivers, jars, metadata, perfdata, servers, variants
+from .backends.base import http_get
+from .monitor import Monitor
+from .spec import RunSpec
+from .warmup import warm_up
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tuple[int, dict, bytes]:
+    """Send the scenario's request once; raise :class:`VerifyError` showing what came back if it is wrong."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    headers = {"Content-Type": scenario.content_type} if scenario.content_type else {}
+    try:
+        conn.request(scenario.method, scenario.path, body=scenario.body, headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        status, response_headers = response.status, dict(response.getheaders())
+    except OSError as exc:
+        raise VerifyError(f"verify {scenario.method} {url}{scenario.path}: no answer ({exc})") from None
+    finally:
+        conn.close()
+    problem = scenario.check(status, body)
+    if problem:
+        shown = body[:200].decode(errors="replace")
+        raise VerifyError(
+            f"verify {scenario.method} {url}{scenario.path}: {problem}; got {status} with body {shown!r} "
+            "- check the scenario and the server's log"
+        )
+    return status, response_headers, body
+
+
+def _server_info(url: str, server: servers.Server) -> dict:
+    """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
+    size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
+    if server.kind != "spring":
+        return {"server": server.name, "server_version": None}
+    try:
+        status, body = http_get(url, "/info", timeout=10)
+        info = json.loads(body) if status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return {"server": server.flavour, "server_version": None, "note": f"GET /info failed: {exc}"}
+    if not isinstance(info, dict):
+        shown = f"status {status}" if status != 200 else f"a JSON {type(info).__name__}"
+        return {"note": f"GET /info answered {shown}, not a JSON object: nothing read from it"}
+    return info
+
+
+class _Attached:
+    """A server benchlab did not start (Server.from_url): nothing to sample or stop."""
+
+    def __init__(self, server: servers.Server):
+        self.url = server.url
+        self.startup_ms = None
+        self.metadata = {"attached": True}
+
+    def probe(self):
+        return (None, None)
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
+def _died(spec: RunSpec, instance, log_path: Path) -> ServerError:
+    code = instance.metadata.get("exit_code")
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    return ServerError(
+        f"{spec.server.name} died during the load (exit {code if code is not None else 'unknown'}): this run "
+        f"does not count\n  last lines of {log_path}:\n{tail(log, 12)}"
+    )
+
+
+def new_run_id(spec: RunSpec) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{spec.server.name}-{spec.scenario.name}-c{spec.load.connections}-{secrets.token_hex(2)}"
+
+
+def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite: str | None = None,
+            label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> Run:
+    """Start the server, verify, warm up, measure, stop; store and return the :class:`Run`.
+
+    The server is stopped however this ends. A :class:`BenchlabError` propagates after cleanup; the
+    caller decides whether to record a failed run. A given ``instance`` (an already started server) is
+    used as it is and left running. The run holds its cores, the server's and the load tool's, against
+    every other benchlab process on this machine (:func:`benchlab.store.locks.cores`: it waits for them).
+    """
+    return fork(spec, [(Path(run_dir), run_id)], repeat=repeat, suite=suite, label=label, key=key,
+                on_phase=on_phase, instance=instance)[0]
+
+
+def fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite: str | None = None,
+         label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> list[Run]:
+    """One fork: start the server, verify and warm it once, then measure one window per ``(folder, run
+    id)`` of ``windows``, back to back in the same process, each stored as its own :class:`Run` (its
+    metrics, histogram and samples) as soon as it ends. The runs share a ``fork`` name; the first holds
+    the warm-up's curve. A server that dies in window k raises after windows 1..k-1 are stored."""
+    pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
+    with locks.cores(pinned) as waited:
+        return _fork(spec, [(Path(d), i) for d, i in windows], repeat=repeat, suite=suite, label=label,
+                     key=key, on_phase=on_phase, instance=instance, waited=waited)
+
+
+def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite, label, key, on_phase, instance,
+          waited: float) -> list[Run]:
+    for run_dir, _ in windows:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    first_dir, first_id = windows[0]
+    driver = drivers.get(spec.driver, spec.load.model)
+    jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds and spec.backend == "local")
+    started_at = now()
+    name = f"{first_id}@{started_at}"  # the fork: unique even where two folders hold the same run ids
+    backend = backends.get(spec.backend, **spec.backend_options)
+    phase = on_phase or (lambda name: None)
+    log_path = first_dir / "server.log"
+    records: list[Run] = []
+
+    owned = instance is None
+    jvm = None
+    try:
+        phase("start")
+        if instance is not None:
+            pass
+        elif spec.server.kind == "url":
+            instance = _Attached(spec.server)
+        else:
+            instance = backend.start(spec.server, spec.launch(first_id, log_path))
+        servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
+        phase("verify")
+        status, headers, body = verify(instance.url, spec.scenario)
+        info = _server_info(instance.url, spec.server)
+        checks = variants.check(spec.server.settings, info)
+        wrong = variants.mismatch(spec.server.name, checks)
+        if wrong:  # a failed run, recorded with what the server said it runs
+            error = ServerError(wrong)
+            error.metadata = {"server": info, "settings": checks}
+            raise error
+        meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java",
+                                driver=spec.driver)
+        meta.update(
+            server=info,
+            accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring"
+                          else {}),
+            settings=checks,
+            launch=_launch_metadata(spec),
+            verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
+            shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+            latency_corrected=driver.corrected,
+        )
+        runner = backend.load_runner()  # docker may run the load tool in its own container
+        phase("warmup")
+        jvm = instance.counters() if hasattr(instance, "counters") else None  # None: not a JVM
+        warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=first_dir,
+                         runner=runner, perfdata=jvm)
+        if not instance.alive():
+            raise ServerError(f"{spec.server.name} died during the warm-up")
+        meta["jvm"] = ({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
+                       if jvm is not None else None)
+        for iteration, (run_dir, run_id) in enumerate(windows, start=1):
+            phase("measure" if len(windows) == 1 else f"measure {iteration}/{len(windows)}")
+            window_started = now() if iteration > 1 else started_at
+            measured, samples, counters, on_cores = _window(spec, driver, instance, runner, jvm, run_dir, waited)
+            waited = 0.0  # the wait for the cores came before the first window
+            if not instance.alive():
+                raise _died(spec, instance, log_path)
+            measured.update(startup_ms=instance.startup_ms, warmup_s=warmed["seconds"], warm=warmed["steady"],
+                            warmup_class=warmed.get("class"), jit_quiet_s=warmed.get("jit_quiet_s"))
+            window_meta = {
+                **meta,
+                "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
+                            "argv": instance.metadata.get("argv")},
+                "cores": on_cores,  # what else was busy on the run's cores while it measured (benchlab.store.locks)
+                # the fork's warm-up; its curve is kept once, in the fork's first window
+                "warmup": warmed if iteration == 1 else {k: v for k, v in warmed.items() if k != "slices"},
+                "server_alive_after_load": True,
+            }
+            record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration, "fork": name},
+                         metrics=measured, metadata=window_meta, samples=tuple(samples), counters=tuple(counters),
+                         suite=suite, label=label, key=key or spec.cell_key(), started_at=window_started,
+                         finished_at=now(), files=_files(run_dir), directory=str(run_dir))
+            save(record, run_dir)
+            records.append(record)
+    finally:
+        if jvm is not None:
+            jvm.close()
+        if owned and instance is not None:
+            phase("stop")
+            instance.stop()
+    return records
+
+
+def _window(spec: RunSpec, driver, instance, runner, jvm, run_dir: Path, waited: float):
+    """One measured window: the load tool's metrics with the monitor's summary, drift and the JVM's counters,
+    the samples and counter rows, and what else was busy on the cores meanwhile."""
+    cpus = sorted({*spec.server_cpus, *spec.load_cpus})
+    pid = instance.metadata.get("pid") if spec.backend == "local" and runner is None else None
+    began, busy, own = time.monotonic(), locks.cpu_seconds(cpus), locks.own_seconds(pid)
+    with Monitor(spec.sample_interval) as monitor:
+        monitor.watch("server", instance.probe)
+        monitor.watch_counters(jvm)
+        metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                        workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
+    own_after = locks.own_seconds(pid)
+    on_cores = locks.interference(cpus, time.monotonic() - began, locks.cpu_seconds(cpus) - busy,
+                                  None if own is None or own_after is None else own_after - own, waited)
+    samples = [s.astuple() for s in monitor.samples]
+    measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
+                **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
+    return measured, samples, list(monitor.counters), on_cores
+
+
+def _launch_metadata(spec: RunSpec) -> dict | None:
+    """How a built-in server was launched locally: from its AOT cache, its CDS archive or the plain jar."""
+    if spec.server.kind != "spring" or spec.backend != "local":
+        return None
+    if spec.server.settings.aot:
+        return _aot_metadata(spec)
+    return jars.prepare_cds(spec.server, spec.server_java).metadata() if spec.cds else {"launch": "jar"}
+
+
+def _aot_metadata(spec: RunSpec) -> dict:
+    """What a run from an AOT cache records; ``-XX:AOTMode=on`` made its start prove the cache was used."""
+    cache = jars.prepare_aot(spec.server, spec.server_java)
+    return {"launch": "aot", "aot_cache": cache.archive, "aot_verified": "-XX:AOTMode=on: the JVM refuses to "
+            "start from a cache it cannot use", "cds_archive": None, "cds_warning": None}
+
+
+def _files(run_dir: Path) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in run_dir.iterdir() if p.is_file() and p.name != "run.json"))
+
+
+def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
+           started_at: str, label, iteration: int = 1) -> Run:
+    """Store and return the record of a run that failed: no metrics, the error, the files it left."""
+    record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration}, metrics={}, metadata=getattr(error, "metadata", {}),
+                 status="failed",
+                 error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
+                 started_at=started_at, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
+    save(record, run_dir)
+    return record

@@ -1,0 +1,207 @@
+"""Warm-up: a fixed time, or ``auto``: slices of load until the JVM says it is warm and throughput agrees.
+
+A JVM on one core is far from warm after 10 s, and throughput alone cannot tell: measured here, Jetty
+served 4.7-5.0k req/s from 15 s to 35 s, a plateau flat enough for any "last slices agree" rule, while its
+JIT added 5 s of compile time every 5 s; after t = 80 s its compiler was quiet and it served 14-22k. So
+``auto`` asks the JVM (:mod:`benchlab.running.perfdata`) after every slice of :data:`SLICE` seconds.
+
+It first *primes* the JVM at a light load (:data:`PRIME_CONNECTIONS`) until its compiler is quiet: on one
+core, the run's own load at 200 connections keeps 200 request threads runnable beside the JIT's two, which
+then compile for minutes (TechEmpower's toolset also primes before it warms). Then it warms at the run's
+own load, and calls the server warm only when both hold there:
+
+1. **the compiler is quiet**: over the last :data:`QUIET_WINDOW` seconds the JIT's compile time grew by
+   at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves, 5 s
+   slices), a compiling JVM adds 0.6-2.0 s of compile time per second of wall time, a JVM finishing adds
+   0.05-0.6 in bursts, and a warm one 0.00-0.01
+   (a late compile or an invalidation now and then); 0.05 sits between them: at most 1 s of compile in
+   20 s, which can cost the measurement no more than about 5% of the server's core.
+2. **throughput has a steady state**: the change points of the slice series
+   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`STEADY_WINDOW` seconds, long
+   enough to see a JIT step, and the last :data:`STEADY_WINDOW` seconds show no significant upward trend.
+
+A server with no JVM counters (not a JVM, or a JVM without perfdata) is judged on throughput alone, and
+its warm-up says so (``"rule": "throughput"``). At :data:`LIMIT` seconds the warm-up stops regardless:
+the run is flagged ``not_warm``. Each warm-up is classified as Barrett et al. do (*flat*, *warm-up*,
+*slowdown*, *no steady state*), and the time the JIT went quiet is kept, with the curve of rps, p99 and
+compile time per slice. Nothing of the warm-up is a result.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..analysis import changepoints
+from . import drivers
+from .load import AUTO, Load
+
+SLICE = 5.0
+LIMIT = 360.0
+#: The priming load's connections, and how long priming may take. Measured here (server on one core,
+#: /hello): at 200 connections Jetty's 200 request threads crowd its two compiler threads off the core and
+#: its compiler was busy for 260-300+ s; at 16 connections it was quiet after 60 s, and 200 connections
+#: then added 0.2 s of compile time and served 18-20k req/s, as much as after 300 s at 200.
+PRIME_CONNECTIONS = 16
+PRIME_LIMIT = 150.0
+QUIET_WINDOW = 20.0
+QUIET_SHARE = 0.05
+STEADY_WINDOW = 30.0
+
+
+def _slices(seconds: float) -> int:
+    return max(2, int(round(seconds / SLICE)))
+
+
+def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE) -> bool | None:
+    """Whether the compile time in ``slices`` (``{"t", "compile_s"}`` each) grew by at most ``share`` of
+    the wall time over the last ``window`` seconds; None when the slices carry no compile time.
+
+    >>> jit_quiet([{"t": 5.0 * i, "compile_s": 30.0 + 0.05 * i} for i in range(1, 8)])
+    True
+    >>> jit_quiet([{"t": 5.0 * i, "compile_s": 4.0 * i} for i in range(1, 8)])
+    False
+    """
+    known = [s for s in slices if s.get("compile_s") is not None]
+    if not known:
+        return None
+    end = known[-1]["t"]
+    before = [s for s in known if s["t"] <= end - window + 1e-9]
+    if not before:
+        return False  # not yet a whole window of counters
+    start = before[-1]
+    return (known[-1]["compile_s"] - start["compile_s"]) <= share * (end - start["t"])
+
+
+def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE) -> float | None:
+    """The time the JIT went quiet for good: the first slice ending a quiet window (:func:`jit_quiet`) from
+    which on the compiler used at most ``share`` of the wall time to the end of ``slices``; None if it
+    never did (or nothing was counted).
+
+    "For good" is on average: a warm JVM still compiles now and then (measured here: a burst of 0.6-1.7 s
+    every 30-60 s after Jetty's main compilation), which no window rule should take for a warm-up that
+    has not ended.
+
+    >>> curve = [{"t": 5.0 * i, "compile_s": min(4.0 * i, 40.0)} for i in range(1, 20)]
+    >>> quiet_since(curve)
+    70.0
+    """
+    known = [s for s in slices if s.get("compile_s") is not None]
+    if not known:
+        return None
+    end = known[-1]
+    for i in range(1, len(known) + 1):
+        here = known[i - 1]
+        if not jit_quiet(known[:i], window=window, share=share):
+            continue
+        rest = end["t"] - here["t"]
+        if rest <= 0 or end["compile_s"] - here["compile_s"] <= share * rest:
+            return here["t"]
+    return None
+
+
+def judge(slices: list[dict], *, origin: dict | None = None) -> dict:
+    """The state of a warm-up so far: ``{"warm", "class", "jit_quiet", "rule"}``.
+
+    ``warm`` is the rule of this module; ``class`` the Barrett class of the throughput series; ``rule``
+    "jit+throughput", or "throughput" when the server has no JVM counters. ``origin`` holds the counters
+    read before the first slice.
+    """
+    rps = [s.get("rps") or 0.0 for s in slices]
+    steady_slices = _slices(STEADY_WINDOW)
+    kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
+    quiet = jit_quiet([origin, *slices] if origin else slices)
+    settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
+               and not changepoints.rising(rps[-steady_slices:]))
+    warm = settled and quiet is not False
+    return {"warm": warm, "class": kind, "jit_quiet": quiet,
+            "rule": "throughput" if quiet is None else "jit+throughput"}
+
+
+def steady(rps: list[float]) -> bool:
+    """The throughput half of the rule, for a series without JVM counters.
+
+    >>> steady([5000.0, 9000.0] + [12000.0, 11900.0, 12100.0, 12050.0, 11950.0, 12000.0])
+    True
+    >>> steady([5000.0, 5010.0, 4990.0])      # too short to see a JIT step
+    False
+    """
+    return judge([{"rps": r} for r in rps])["warm"]
+
+
+def _warming_load(load: Load, seconds: float, *, connections: int | None = None) -> Load:
+    """The load that warms the server: the run's own connections (or ``connections``) through wrk, for
+    ``seconds``.
+
+    A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
+    it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts).
+    """
+    own = load.users if load.model == "count" else load.connections
+    connections = min(connections, own) if connections else own
+    return Load(connections=connections, threads=min(load.threads, connections), duration=seconds,
+                warmup=seconds, timeout=load.timeout)
+
+
+def _counters(perfdata) -> dict:
+    if perfdata is None:
+        return {}
+    try:
+        values = perfdata.read()
+    except (OSError, ValueError):
+        return {}
+    return {"compile_s": values["compile_s"], "compiles": values["compiles"], "gc_count": values["gc_count"],
+            "gc_s": values["gc_s"]}
+
+
+def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, on_slice=None,
+            perfdata=None, limit: float = LIMIT) -> dict:
+    """Warm the server as ``load.warmup`` says and return what happened, to be stored with the run.
+
+    ``{"mode": "fixed" | "auto", "seconds", "steady": bool | None, "class", "jit_quiet_s", "rule",
+    "primed_s", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles", "gc_count",
+    "gc_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False when ``auto``
+    reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or None for a
+    server without JVM counters.
+
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
+    (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
+    """
+    wrk = drivers.tool("wrk")
+    began = time.monotonic()
+    start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
+    if load.warmup != AUTO:
+        if load.warmup > 0:
+            drivers.execute(wrk, url, scenario, _warming_load(load, load.warmup), cpus=cpus, workdir=workdir,
+                            phase="warmup", runner=runner)
+        end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
+        return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,
+                "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
+                "counters": [start, end] if perfdata else []}
+
+    def one(phase: str, slice_load: Load) -> dict:
+        metrics, _ = drivers.execute(wrk, url, scenario, slice_load, cpus=cpus, workdir=workdir, phase="warmup",
+                                     runner=runner)
+        done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
+                "rps": metrics.get("rps"), "p99": metrics.get("p99"), **_counters(perfdata)}
+        if on_slice is not None:
+            on_slice(done)
+        return done
+
+    slices: list[dict] = []
+    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
+    if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
+        while time.monotonic() - began < min(PRIME_LIMIT, limit):
+            slices.append(one("prime", prime))
+            if jit_quiet([start, *slices]):
+                break
+    primed = slices[-1]["t"] if slices else None
+    origin = slices[-1] if slices else start  # the counters as the run's own load begins
+    own: list[dict] = []
+    while True:
+        own.append(one("load", _warming_load(load, SLICE)))
+        slices.append(own[-1])
+        state = judge(own, origin=origin if perfdata else None)
+        if state["warm"] or time.monotonic() - began >= limit:
+            return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"],
+                    "class": state["class"], "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None,
+                    "rule": state["rule"], "primed_s": primed, "slices": slices, "counters": []}

@@ -1,0 +1,186 @@
+"""Locks between benchlab processes, and what else ran on a run's cores.
+
+One writer per results directory
+    a file named after the resolved ``results_dir`` in the machine's lock folder (:func:`results_lock`, so
+    the results_dir itself gets no file of benchlab's), held with ``flock`` (non-blocking) by the process
+    that writes runs there, its PID written in it. A second ``compare()``/``run()`` into the same directory is refused at
+    once, naming that PID: two writers deleted each other's unfinished runs and ran the same cells twice.
+    Readers (``load``, ``show``) take no lock and never wait. The file stays when the writer ends (removing
+    it would let a third writer lock a new file while a second still holds the old one); the kernel drops
+    the lock when the process ends, however it ends.
+
+One run per pinned core, machine-wide
+    ``/run/lock/benchlab/core-<n>.lock`` (or the same under the temporary folder where /run/lock cannot be
+    written), one per core. A run holds every core it pins, the server's and the load tool's, from its
+    server's start to its stop. A second benchlab process that wants any of them *waits*, saying so in one
+    line (``benchlab: waiting for cores 0,1 held by PID n``), rather than refusing: a queued comparison
+    then runs as soon as the cores are free, and never beside another on the same cores. The cores are
+    taken all at once or not at all, so two processes cannot each hold half of what the other needs.
+
+What else was busy on the cores
+    :func:`cpu_seconds` reads the kernel's per-core counters (``/proc/stat``); a run records the busy CPU
+    seconds of its cores over the measurement, its own processes' CPU seconds (the server's, from its
+    process, and the load tool's, as a reaped child) and the difference: what anything else on the
+    machine, or the kernel's own work for the run (interrupts, softirqs of the loopback traffic), took on
+    those cores. It is an upper bound on interference, not a measurement of it; a share of a few percent is
+    the kernel's work for the run itself.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import UsageError
+
+RESULTS_LOCK = "results-{key}.lock"  # in the machine's lock folder: a results_dir gets no file of benchlab's own
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _holder(fd: int) -> str:
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+
+
+def _claim(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+class ResultsWriter:
+    """``directory``'s writer lock, held from creation to :meth:`release` (or the end of a ``with``); a
+    :class:`UsageError` naming the PID that holds it when another process does."""
+
+    def __init__(self, directory: Path):
+        self.path = results_lock(directory)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(self._fd)
+            self.release()
+            raise UsageError(f"results_dir {directory} is being written by benchlab PID {holder}: wait for it "
+                             "to finish, or give another results_dir") from None
+        _claim(self._fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def results_lock(directory: Path) -> Path:
+    """The lock file of ``directory``: named by its resolved path, kept beside the core locks, so a run that
+    fails leaves nothing in a results_dir and the lock does not travel with a copied folder."""
+    import hashlib
+
+    key = hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:24]
+    return _cores_folder() / RESULTS_LOCK.format(key=key)
+
+
+def _cores_folder() -> Path:
+    for base in (Path("/run/lock"), Path(tempfile.gettempdir())):
+        folder = base / "benchlab"
+        try:
+            if not folder.exists():
+                folder.mkdir(exist_ok=True)
+                folder.chmod(0o1777)  # every user's benchlab locks the same cores, as /tmp is shared
+            if os.access(folder, os.W_OK):
+                return folder
+        except OSError:
+            continue
+    raise UsageError("no folder for the core locks: /run/lock and the temporary folder cannot be written")
+
+
+@contextmanager
+def cores(cpus, *, poll: float = 0.2, echo=None):
+    """Hold the machine-wide lock of every core in ``cpus`` for the block, waiting while another benchlab
+    process holds any of them (said once, through ``echo``: stderr by default). Yields the seconds waited."""
+    wanted = sorted(set(cpus or ()))
+    say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    folder = _cores_folder() if wanted else None
+    held: list[int] = []
+    began, said = time.monotonic(), False
+    try:
+        while wanted:
+            busy = []
+            for core in wanted:
+                fd = os.open(folder / f"core-{core}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    busy.append((core, _holder(fd)))
+                    os.close(fd)
+                    continue
+                held.append(fd)
+            if not busy:
+                for fd in held:
+                    _claim(fd)
+                break
+            for fd in held:  # all or none: holding some while waiting for others could deadlock two runs
+                os.close(fd)
+            held.clear()
+            if not said:
+                pids = ", ".join(sorted({pid for _, pid in busy}))
+                say(f"benchlab: waiting for cores {','.join(str(c) for c, _ in busy)} held by PID {pids}")
+                said = True
+            time.sleep(poll)
+        yield time.monotonic() - began
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+def cpu_seconds(cpus) -> float:
+    """The CPU seconds the kernel counts as busy (all but idle and iowait) on ``cpus`` since boot."""
+    wanted = {f"cpu{c}" for c in cpus}
+    busy = 0
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if name in wanted:
+                ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+                busy += sum(ticks) - ticks[3] - ticks[4]
+    return busy / _TICKS
+
+
+def own_seconds(pid: int | None) -> float | None:
+    """CPU seconds of the server (``pid``, None when benchlab has no process of it) plus every reaped child
+    of benchlab (the load tool), now; a difference of two calls is what the run's own processes used."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = children.ru_utime + children.ru_stime
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        times = psutil.Process(pid).cpu_times()
+    except Exception:  # noqa: BLE001 - the server is gone or not ours to read: nothing to say of its share
+        return None
+    return total + times.user + times.system
+
+
+def interference(cpus, seconds: float, busy: float, own: float | None, waited: float) -> dict:
+    """What a run records of its cores: ``{"cores", "waited_s", "busy_cpu_s", "own_cpu_s", "other_cpu_s",
+    "other_share"}``; ``other_share`` is the other CPU seconds over the cores' capacity in the time.
+
+    >>> interference([0, 1], 10.0, 12.0, 11.0, 0.0)["other_share"]
+    0.05
+    """
+    other = None if own is None else max(0.0, busy - own)
+    capacity = seconds * len(cpus)
+    return {"cores": sorted(cpus), "waited_s": round(waited, 3), "busy_cpu_s": round(busy, 3),
+            "own_cpu_s": None if own is None else round(own, 3), "other_cpu_s": None if other is None else round(other, 3),
+            "other_share": None if other is None or capacity <= 0 else round(other / capacity, 4)}
