@@ -2,36 +2,29 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import sys
 from pathlib import Path
 
-from .analysis import precision as precision_rule
+from .analysis.precision import Rule
 from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
-from .running import backends, jars, servers
-from .running.matrix import load_tag, matrix, run_name, suite_id
+from .running import servers
+from .running.matrix import check_design, load_tag, matrix, run_name, suite_id
 from .running.measure import failed, fork, measure, new_run_id, now
-from .running.spec import RESTARTS, RunSpec, keywords, prepare, results_home
+from .running.pool import Pool
+from .running.spec import RunSpec, keywords, prepare, results_home
+from .schema import AUTO
 from .store import locks
 from .store.files import slug, under
 from .store.results import Run
-
-
-def _per_run(given: dict) -> dict:
-    """The per-run options among a function's arguments: what :func:`prepare` takes."""
-    import inspect
-
-    names = set(inspect.signature(prepare).parameters) - {"server", "scenario"}
-    return {k: v for k, v in given.items() if k in names}
 
 
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
         backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
-        port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
-        load_docker_host=None, results_dir=None, label=None) -> Run:
+        port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
+        load_in_container=False, load_docker_host=None, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response,
@@ -58,7 +51,12 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     >>> r = benchlab.run("spring-jetty", "hello", connections=64, duration="5s", warmup="2s")  # doctest: +SKIP
     >>> r.to_frame()[["server", "rps", "p99"]]  # doctest: +SKIP
     """
-    spec = prepare(server, scenario, **_per_run(locals()))
+    spec = prepare(server, scenario, connections=connections, threads=threads, duration=duration, warmup=warmup,
+                   timeout=timeout, load=load, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan,
+                   driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
+                   java=java, cds=cds, memory=memory, port=port, startup_timeout=startup_timeout,
+                   allow_remote=allow_remote, docker_host=docker_host, base_image=base_image,
+                   load_in_container=load_in_container, load_docker_host=load_docker_host)
     base = results_home(results_dir)
     run_id = slug(new_run_id(spec))
     run_dir = under(base, run_id)
@@ -89,8 +87,9 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
             backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
-            port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
-            load_docker_host=None, factors=None, results_dir=None, label=None, progress=True, on_run=None):
+            port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
+            load_in_container=False, load_docker_host=None, factors=None, results_dir=None, label=None, progress=True,
+            on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -137,100 +136,90 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     from .analysis.suite import Suite
     from .running.progress import Progress
 
-    if iterations != precision_rule.AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int)
-                                             or iterations < 1):
-        raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
-    if restart not in RESTARTS:
-        raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
-    by_precision = repeats == precision_rule.AUTO
-    if by_precision:
-        if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision < 1:
-            raise UsageError(f"precision must be a fraction between 0 and 1, such as 0.03 for +/-3%, not {precision!r}")
-        if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2:
-            raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
-    runs = matrix(servers, scenarios, connections, max_repeats if by_precision else repeats, order=order, seed=seed,
-                  load=load, users=users, loops=loops, rates=rates, options=_per_run(locals()), factors=factors)
-    names = list(dict.fromkeys(spec.server.name for _, spec in runs))
-    if baseline is not None:
-        baseline = baseline if baseline in names else _server_name(baseline)
-        if baseline not in names:
-            raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
-    suite = suite_id(runs)
+    check_design(repeats=repeats, iterations=iterations, precision=precision, max_repeats=max_repeats,
+                 restart=restart)
+    # what every run of the comparison takes alike; the matrix sets each run's load point
+    options = dict(threads=threads, duration=duration, warmup=warmup, timeout=timeout, ramp_up=ramp_up, plan=plan,
+                   driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
+                   java=java, cds=cds, memory=memory, port=port, startup_timeout=startup_timeout,
+                   allow_remote=allow_remote, docker_host=docker_host, base_image=base_image,
+                   load_in_container=load_in_container, load_docker_host=load_docker_host)
+    schedule = matrix(servers, scenarios, connections, max_repeats if repeats == AUTO else repeats, order=order,
+                  seed=seed, load=load, users=users, loops=loops, rates=rates, options=options, factors=factors)
+    names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
+    rule = Rule(repeats=repeats, iterations=iterations, precision=precision, baseline=_baseline(baseline, names))
+    suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:
         base = base / f"compare-{suite}"
-    per_fork = precision_rule.PILOT_WINDOWS if iterations == precision_rule.AUTO else iterations
-    bar = Progress([spec.load.warmup_seconds + per_fork * spec.load.planned_seconds for _, spec in runs],
+    bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
                    enabled=progress)
-    chosen = None  # iterations="auto": the design, chosen once the pilot's two rounds are in
     records: list[Run] = []
-    shared: dict[str, object] = {}
-    reached = None
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer makes nothing
     try:
-        for index, (repeat, spec) in enumerate(runs):
-            if by_precision and index and repeat != runs[index - 1][0] and repeat > 2:
-                reached = precision_rule.enough(records, baseline or names[0], precision)
-                if reached:  # a whole round is done and every ratio is known well enough
-                    break
-            count = iterations
-            if iterations == precision_rule.AUTO:  # the pilot's windows for two rounds, then the design's
-                if repeat > 2 and chosen is None:
-                    chosen = precision_rule.design(records)
-                count = chosen["iterations"] if chosen else precision_rule.PILOT_WINDOWS
-            windows = _windows(base, run_name(spec, repeat), count)
-            previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
-            if all(p is not None for p in previous):
-                records.extend(previous)
-                if on_run:
-                    for p in previous:
-                        on_run(p)
-                bar.finish(ran=False)
-                continue
-            # An unfinished or failed fork starts again, clean: its windows must come from one process.
-            for run_dir, _ in windows:
-                if run_dir.exists():
-                    shutil.rmtree(run_dir)
-            bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
-            started_at, before = now(), len(records)
-            try:
-                instance = _shared_instance(shared, spec, base) if restart == "never" else None
-                records.extend(fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
-                                    on_phase=bar.phase, instance=instance))
-            except (ServerError, VerifyError, LoadError) as exc:
-                stored = [_finished(run_dir / "run.json") for run_dir, _ in windows]
-                records.extend(r for r in stored if r is not None)  # windows the fork finished stay results
-                done = sum(r is not None for r in stored)
-                run_dir, run_id = windows[done]
-                run_dir.mkdir(parents=True, exist_ok=True)
-                records.append(failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=done + 1,
-                                      key=spec.cell_key(), error=exc, started_at=started_at, label=label))
-                print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
-                if restart == "never":  # a server that failed is not reused
-                    stale = shared.pop(spec.server.name, None)
-                    if stale is not None:
-                        stale.stop()
-            if on_run:
-                for record in records[before:]:
+        with Pool(base, enabled=restart == "never") as pool:
+            for index, (repeat, spec) in enumerate(schedule):
+                if rule.stop(records, repeat=repeat, new_round=index > 0 and repeat != schedule[index - 1][0]):
+                    break  # a whole round is done and every ratio is known well enough
+                windows = _windows(base, run_name(spec, repeat), rule.windows(records, repeat=repeat))
+                done = _stored(windows)
+                if done is not None:
+                    bar.finish(ran=False)
+                else:
+                    bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
+                    done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase)
+                    bar.finish()
+                records.extend(done)
+                for record in done if on_run else ():
                     on_run(record)
-            bar.finish()
     finally:
-        for instance in shared.values():
-            instance.stop()
         bar.close()
         writer.release()
-    suite = Suite(records, baseline=baseline or names[0], path=str(base))
-    if iterations == precision_rule.AUTO:
-        suite.design = chosen or {**precision_rule.design(records), "iterations": precision_rule.PILOT_WINDOWS,
-                                  "why": f"{precision_rule.PILOT_WINDOWS} windows a fork: the pilot's, as the "
-                                         "comparison ended within its two rounds"}
-    if by_precision:
-        if reached is None:
-            reached = precision_rule.enough(records, baseline or names[0], precision)
-        suite.precision = {"asked": precision, "reached": bool(reached), "repeats": max(r.params["repeat"] for r in records),
-                           "widest": precision_rule.widest(records, baseline or names[0])}
-    return suite
+    result = Suite(records, baseline=rule.baseline, path=str(base))
+    rule.describe(result, records)
+    return result
+
+
+def _baseline(baseline, names: list[str]) -> str:
+    """The server every ratio is taken against: ``baseline`` (a name or a server), else the first server."""
+    if baseline is None:
+        return names[0]
+    name = baseline if baseline in names else _server_name(baseline)
+    if name not in names:
+        raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
+    return name
+
+
+def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
+    """The fork's windows as stored by an earlier call, if every one finished; else None, and the fork runs
+    again from a clean start (its windows must come from one process)."""
+    previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
+    if all(p is not None for p in previous):
+        return previous
+    for run_dir, _ in windows:
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+    return None
+
+
+def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite: str, label, pool: Pool,
+          on_phase) -> list[Run]:
+    """Measure one fork. A fork that fails keeps the windows it finished, and its next window is recorded
+    as failed, named in the flags, so the comparison goes on without counting it."""
+    started_at = now()
+    try:
+        return fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(), on_phase=on_phase,
+                    instance=pool.instance(spec))
+    except (ServerError, VerifyError, LoadError) as exc:
+        pool.drop(spec.server.name)  # a server that failed is not reused
+        kept = [r for r in (_finished(run_dir / "run.json") for run_dir, _ in windows) if r is not None]
+        run_dir, run_id = windows[len(kept)]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        broken = failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=len(kept) + 1,
+                        key=spec.cell_key(), error=exc, started_at=started_at, label=label)
+        print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return [*kept, broken]
 
 
 def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
@@ -258,15 +247,3 @@ def _server_name(name) -> str:
         return servers.get(name).name
     except BenchlabError:
         return str(name)
-
-
-def _shared_instance(shared: dict, spec: RunSpec, base: Path):
-    """restart="never": each server is started once, on its cores, and kept for all its runs."""
-    name = spec.server.name
-    if name not in shared:
-        jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
-        backend = backends.get(spec.backend, **spec.backend_options)
-        launch = spec.launch(f"shared-{name}", under(base, f"{name}.server.log"))
-        # started outside any run's hold on the cores, so on its own cores only
-        shared[name] = backend.start(spec.server, dataclasses.replace(launch, start_cpus=()))
-    return shared[name]

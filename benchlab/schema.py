@@ -167,3 +167,12 @@ def base_name(server: str) -> str:
     'spring-tomcat'
     """
     return server.partition("@")[0].split("+")[0]
+
+
+#: The value an option takes to let benchlab choose: ``warmup`` (until warm), ``repeats`` (until precise enough)
+#: and ``iterations`` (the windows a fork, by Kalibera and Jones' rule).
+AUTO = "auto"
+
+#: What a stored run can be: finished, or failed with its error. A damaged stored run has no status, since it
+#: was never read; it is a ``damaged`` flag (:data:`FLAGS`).
+STATUSES = ("ok", "failed")

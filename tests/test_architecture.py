@@ -173,6 +173,7 @@ VOCABULARY = {
     "latency columns": schema.LATENCY_COLUMNS,
     "flags": tuple(schema.FLAGS),
     "time units": tuple(schema.SECONDS),
+    "statuses": schema.STATUSES,
 }
 
 

@@ -43,7 +43,7 @@ SHORTER = [
 
 #: Blocks that cannot run here, found by a line they hold, with the reason.
 NOT_HERE = {
-    "python3 -m pytest -v tests": "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
+    "python3 -m pytest -m": "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
     "bash .ci/dockerd.sh stop": "it stops the engine the other docker tests use; CI stops it when they are done",
     'docker_host="ssh://user@S"': "it needs a second machine reached over ssh",
 }
@@ -78,12 +78,20 @@ def test_the_readme_has_the_two_fresh_machine_commands():
     section = README[README.index("## On a fresh machine"):]
     found = FENCE.findall(section)[:2]
     assert found[0][1].strip() == first_command()
-    assert found[1][1].strip() == "python3 -m pytest -v tests"
+    assert found[1][1].strip() == TEST_COMMAND
+
+
+#: The README's test command: the fast tier, then the integration tier.
+TEST_COMMAND = ('python3 -m pytest -m "not integration and not docker" tests && '
+                'python3 -m pytest -v -m "integration or docker" tests')
 
 
 def test_ci_runs_the_readme_test_command():
+    # CI runs the two halves apart: the fast tier before any tool is installed, the integration tier after
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert "python3 -m pytest -v tests" in lines
+    halves = TEST_COMMAND.split(" && ")
+    assert all(half in lines for half in halves), "CI runs both halves of the README's test command"
+    assert lines.index(halves[0]) < lines.index(halves[1]), "the fast tier first"
 
 
 @pytest.mark.integration

@@ -291,9 +291,9 @@ def test_flag_drifting_when_the_halves_differ_beyond_the_runs_own_noise():
     assert not flags.run_flags({"drift": None, "drift_limit": None}), "no byte counts: not judged"
 
 
-def test_the_flags_of_every_run_at_once_are_run_flags_row_by_row():
-    # flags() computes the run flags column by column (10,000 runs took seconds row by row); run_flags(row)
-    # stays the readable rule, and both must agree on every flag, explanation and order.
+def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
+    # The rules run column by column over the whole frame; a run's flags must be those it has alone (a
+    # column's dtype or a NaN in another row must not change them), for every flag, explanation and order.
     import random
 
     rng = random.Random(5)

@@ -66,7 +66,7 @@ def _sleep_ms(scenario) -> float | None:
 
 
 def run_flags(row) -> list[tuple[str, str]]:
-    """The flags of one run (a row of the runs frame): ``[(flag, explanation), ...]``.
+    """The flags of one run (a row of the runs frame, or a dict of its columns): ``[(flag, explanation), ...]``.
 
     - ``generator_bound``: the load tool's CPU over the cores it could use, ``min(threads, load_cores)``
       when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%.
@@ -85,134 +85,131 @@ def run_flags(row) -> list[tuple[str, str]]:
     >>> [flag for flag, _ in run_flags({"load_cpu_mean": 97.0, "threads": 1, "load_cores": 2})]
     ['generator_bound']
     """
-    out: list[tuple[str, str]] = []
-    get = lambda name: row.get(name) if hasattr(row, "get") else getattr(row, name, None)  # noqa: E731
-
-    def num(name):
-        value = pd.to_numeric(get(name), errors="coerce")
-        return None if value is None or pd.isna(value) else float(value)
-
-    if get("status") == "failed":
-        return [("failed", _explain("failed", error=str(get("error") or "unknown error").splitlines()[0]))]
-    errors = num("errors_total")
-    if errors:
-        out.append(("errors", errors_text(errors, {k: num(f"errors_{k}") for k in ERROR_KINDS}, num("connections"),
-                                          num("accept_queue"), num("somaxconn"))))
-    load_cpu, cores, threads = num("load_cpu_mean"), num("load_cores") or 1.0, num("threads")
-    usable = min(threads, cores) if threads and threads > 0 else cores
-    if load_cpu is not None and load_cpu / (100.0 * usable) > GENERATOR_BUSY_LIMIT:
-        out.append(("generator_bound", _explain("generator_bound", busy=load_cpu / (100.0 * usable), usable=usable)))
-    rps, mean, conns = num("rps"), num("lat_mean"), num("connections")
-    if get("load") in ("duration", "count") and rps and mean and conns:
-        expected = conns / rps
-        if not (1 / LITTLE_LIMIT <= mean / expected <= LITTLE_LIMIT):
-            out.append(("littles_law", _explain("littles_law", expected=expected * 1e3, mean=mean * 1e3)))
-    p50, server_cpu, sleep = num("p50"), num("server_cpu_mean"), _sleep_ms(get("scenario"))
-    if (p50 is not None and 0.035 <= p50 <= 0.045 and server_cpu is not None and server_cpu < 30
-            and not (sleep is not None and 30 <= sleep <= 50)):
-        out.append(("delayed_ack", _explain("delayed_ack", p50=p50 * 1e3, cpu=server_cpu)))
-    target, sent = num("target_rps"), num("sent_rps")
-    sent = sent if sent is not None else rps  # the rate sent, where the driver says it; else the answers
-    if target and sent is not None and sent < RATE_SHORTFALL_LIMIT * target:
-        out.append(("rate_shortfall", _explain("rate_shortfall", achieved=sent, target=target, share=sent / target)))
-    if get("warm") is False:  # warmup="auto" hit its limit; True or None (a fixed warm-up) say nothing
-        out.append(("not_warm", _explain("not_warm", limit=num("warmup_s") or 0.0)))
-    jit, gc, idle = num("jit_share"), num("gc_share"), num("server_idle_s")
-    if jit is not None and jit > JIT_SHARE_LIMIT:
-        out.append(("jit_active", _explain("jit_active", share=jit, seconds=num("jit_compile_s") or 0.0)))
-    if gc is not None and gc > GC_SHARE_LIMIT:
-        out.append(("gc_heavy", _explain("gc_heavy", share=gc)))
-    if idle is not None and idle >= IDLE_LIMIT_S:
-        out.append(("server_idle", _explain("server_idle", seconds=idle)))
-    drift, limit = num("drift"), num("drift_limit")
-    if drift is not None and limit is not None and abs(drift) > limit:
-        out.append(("drifting", _explain("drifting", drift=drift, limit=limit)))
-    note = get("note")
-    if isinstance(note, str) and note:
-        out.append(("driver_note", _explain("driver_note", note=note)))
-    if _shared([get("server_cpus")], [get("load_cpus")])[0]:
-
-        out.append(("shared_cores", FLAGS["shared_cores"]))
-    return out
+    return runs_flags(pd.DataFrame([dict(row)]))[0]
 
 
 def _numbers(runs: pd.DataFrame, name: str) -> np.ndarray:
-    """A column as floats, NaN where run_flags' ``num`` says None (missing or not a number)."""
+    """A column as floats, NaN where it is missing or not a number."""
     if name not in runs:
         return np.full(len(runs), np.nan)
     return np.asarray(pd.to_numeric(runs[name], errors="coerce"), dtype=float)
 
 
 def _values(runs: pd.DataFrame, name: str) -> np.ndarray:
-    """A column as the Python objects ``iterrows`` gives run_flags (None where the column is missing)."""
+    """A column as Python objects (None where the column is missing)."""
     return runs[name].astype(object).to_numpy() if name in runs else np.full(len(runs), None, dtype=object)
 
 
+# --- the run rules: each takes the runs frame and gives (which runs, the explanation of run i) ---------------
+
+def _errors(runs):
+    errors = _numbers(runs, "errors_total")
+    kinds = {k: _numbers(runs, f"errors_{k}") for k in ERROR_KINDS}
+    queues = [_numbers(runs, c) for c in ("connections", "accept_queue", "somaxconn")]
+    return ~np.isnan(errors) & (errors != 0), lambda i: errors_text(
+        float(errors[i]), {k: float(v[i]) for k, v in kinds.items()}, *(float(q[i]) for q in queues))
+
+
+def _generator_bound(runs):
+    load_cpu, cores, threads = _numbers(runs, "load_cpu_mean"), _numbers(runs, "load_cores"), _numbers(runs, "threads")
+    cores = np.where(np.isnan(cores) | (cores == 0), 1.0, cores)
+    usable = np.where(threads > 0, np.minimum(threads, cores), cores)
+    busy = load_cpu / (100.0 * usable)
+    return busy > GENERATOR_BUSY_LIMIT, lambda i: _explain("generator_bound", busy=float(busy[i]),
+                                                           usable=float(usable[i]))
+
+
+def _known(x: np.ndarray) -> np.ndarray:
+    """A number that is there and not zero."""
+    return ~np.isnan(x) & (x != 0)
+
+
+def _littles_law(runs):
+    rps, mean, conns = _numbers(runs, "rps"), _numbers(runs, "lat_mean"), _numbers(runs, "connections")
+    closed = np.array([load in ("duration", "count") for load in _values(runs, "load")], dtype=bool)
+    expected = conns / rps
+    ratio = mean / expected
+    off = ~((1 / LITTLE_LIMIT <= ratio) & (ratio <= LITTLE_LIMIT))
+    return closed & _known(rps) & _known(mean) & _known(conns) & off, lambda i: _explain(
+        "littles_law", expected=float(expected[i]) * 1e3, mean=float(mean[i]) * 1e3)
+
+
+def _delayed_ack(runs):
+    p50, server_cpu = _numbers(runs, "p50"), _numbers(runs, "server_cpu_mean")
+    explained = np.array([_sleep_explains(s) for s in _values(runs, "scenario")], dtype=bool)
+    return (0.035 <= p50) & (p50 <= 0.045) & (server_cpu < 30) & ~explained, lambda i: _explain(
+        "delayed_ack", p50=float(p50[i]) * 1e3, cpu=float(server_cpu[i]))
+
+
+def _rate_shortfall(runs):
+    target, sent = _numbers(runs, "target_rps"), _numbers(runs, "sent_rps")
+    sent = np.where(np.isnan(sent), _numbers(runs, "rps"), sent)  # the rate sent where the driver says; else answers
+    return _known(target) & (sent < RATE_SHORTFALL_LIMIT * target), lambda i: _explain(
+        "rate_shortfall", achieved=float(sent[i]), target=float(target[i]), share=float(sent[i] / target[i]))
+
+
+def _not_warm(runs):
+    warmup_s = _numbers(runs, "warmup_s")  # warm is False when warmup="auto" hit its limit; None says nothing
+    return np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), lambda i: _explain(
+        "not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]))
+
+
+def _jit_active(runs):
+    jit, compiled = _numbers(runs, "jit_share"), _numbers(runs, "jit_compile_s")
+    return jit > JIT_SHARE_LIMIT, lambda i: _explain(
+        "jit_active", share=float(jit[i]), seconds=0.0 if np.isnan(compiled[i]) else float(compiled[i]))
+
+
+def _gc_heavy(runs):
+    gc = _numbers(runs, "gc_share")
+    return gc > GC_SHARE_LIMIT, lambda i: _explain("gc_heavy", share=float(gc[i]))
+
+
+def _server_idle(runs):
+    idle = _numbers(runs, "server_idle_s")
+    return idle >= IDLE_LIMIT_S, lambda i: _explain("server_idle", seconds=float(idle[i]))
+
+
+def _drifting(runs):
+    drift, limit = _numbers(runs, "drift"), _numbers(runs, "drift_limit")
+    return np.abs(drift) > limit, lambda i: _explain("drifting", drift=float(drift[i]), limit=float(limit[i]))
+
+
+def _driver_note(runs):
+    notes = _values(runs, "note")
+    return (np.array([isinstance(note, str) and bool(note) for note in notes], dtype=bool),
+            lambda i: _explain("driver_note", note=notes[i]))
+
+
+def _shared_cores(runs):
+    return _shared(_values(runs, "server_cpus"), _values(runs, "load_cpus")), lambda i: FLAGS["shared_cores"]
+
+
+#: The run rules, in the order a run's flags are listed. A failed run has the one flag ``failed``.
+RUN_RULES = (("errors", _errors), ("generator_bound", _generator_bound), ("littles_law", _littles_law),
+             ("delayed_ack", _delayed_ack), ("rate_shortfall", _rate_shortfall), ("not_warm", _not_warm),
+             ("jit_active", _jit_active), ("gc_heavy", _gc_heavy), ("server_idle", _server_idle),
+             ("drifting", _drifting), ("driver_note", _driver_note), ("shared_cores", _shared_cores))
+
+
 def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
-    """:func:`run_flags` of every row, computed column by column: the same flags and explanations, in the
-    same order, without building a Series per run (10,000 runs took seconds that way).
+    """The flags of every run of the frame, each rule computed column by column (10,000 runs took seconds
+    row by row), in :data:`RUN_RULES`' order.
 
     >>> frame = pd.DataFrame({"status": ["ok", "failed"], "error": [None, "ServerError: boom"]})
     >>> [[flag for flag, _ in found] for found in runs_flags(frame)]
     [[], ['failed']]
     """
-    n = len(runs)
-    found: list[list[tuple[str, str]]] = [[] for _ in range(n)]
-    status, error = _values(runs, "status"), _values(runs, "error")
-    failed = np.array([s == "failed" for s in status], dtype=bool)
+    found: list[list[tuple[str, str]]] = [[] for _ in range(len(runs))]
+    error = _values(runs, "error")
+    failed = np.array([s == "failed" for s in _values(runs, "status")], dtype=bool)
     for i in np.flatnonzero(failed):
         found[i].append(("failed", _explain("failed", error=str(error[i] or "unknown error").splitlines()[0])))
-    live = ~failed
-
-    def add(mask, flag: str, explain) -> None:
-        for i in np.flatnonzero(mask & live):
-            found[i].append((flag, explain(i)))
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        errors = _numbers(runs, "errors_total")
-        kinds = {k: _numbers(runs, f"errors_{k}") for k in ERROR_KINDS}
-        queues = [_numbers(runs, c) for c in ("connections", "accept_queue", "somaxconn")]
-        add(~np.isnan(errors) & (errors != 0), "errors", lambda i: errors_text(
-            float(errors[i]), {k: float(v[i]) for k, v in kinds.items()}, *(float(q[i]) for q in queues)))
-        load_cpu, cores, threads = _numbers(runs, "load_cpu_mean"), _numbers(runs, "load_cores"), _numbers(runs, "threads")
-        cores = np.where(np.isnan(cores) | (cores == 0), 1.0, cores)
-        usable = np.where(threads > 0, np.minimum(threads, cores), cores)
-        busy = load_cpu / (100.0 * usable)
-        add(busy > GENERATOR_BUSY_LIMIT, "generator_bound",
-            lambda i: _explain("generator_bound", busy=float(busy[i]), usable=float(usable[i])))
-        rps, mean, conns = _numbers(runs, "rps"), _numbers(runs, "lat_mean"), _numbers(runs, "connections")
-        closed = np.array([load in ("duration", "count") for load in _values(runs, "load")], dtype=bool)
-        truthy = lambda x: ~np.isnan(x) & (x != 0)  # noqa: E731  run_flags' "if rps and mean and conns"
-        expected = conns / rps
-        little = mean / expected
-        add(closed & truthy(rps) & truthy(mean) & truthy(conns) & ~((1 / LITTLE_LIMIT <= little) & (little <= LITTLE_LIMIT)),
-            "littles_law", lambda i: _explain("littles_law", expected=float(expected[i]) * 1e3, mean=float(mean[i]) * 1e3))
-        p50, server_cpu = _numbers(runs, "p50"), _numbers(runs, "server_cpu_mean")
-        explained = np.array([_sleep_explains(s) for s in _values(runs, "scenario")], dtype=bool)
-        add((0.035 <= p50) & (p50 <= 0.045) & (server_cpu < 30) & ~explained, "delayed_ack",
-            lambda i: _explain("delayed_ack", p50=float(p50[i]) * 1e3, cpu=float(server_cpu[i])))
-        target, sent = _numbers(runs, "target_rps"), _numbers(runs, "sent_rps")
-        sent = np.where(np.isnan(sent), rps, sent)
-        add(truthy(target) & (sent < RATE_SHORTFALL_LIMIT * target), "rate_shortfall", lambda i: _explain(
-            "rate_shortfall", achieved=float(sent[i]), target=float(target[i]), share=float(sent[i] / target[i])))
-    warmup_s = _numbers(runs, "warmup_s")
-    add(np.array([warm is False for warm in _values(runs, "warm")], dtype=bool), "not_warm",
-        lambda i: _explain("not_warm", limit=0.0 if np.isnan(warmup_s[i]) else float(warmup_s[i]) or 0.0))
-    jit, compiled, gc, idle = (_numbers(runs, c) for c in ("jit_share", "jit_compile_s", "gc_share", "server_idle_s"))
-    with np.errstate(invalid="ignore"):
-        add(jit > JIT_SHARE_LIMIT, "jit_active", lambda i: _explain(
-            "jit_active", share=float(jit[i]), seconds=0.0 if np.isnan(compiled[i]) else float(compiled[i])))
-        add(gc > GC_SHARE_LIMIT, "gc_heavy", lambda i: _explain("gc_heavy", share=float(gc[i])))
-        add(idle >= IDLE_LIMIT_S, "server_idle", lambda i: _explain("server_idle", seconds=float(idle[i])))
-    drift, limit = _numbers(runs, "drift"), _numbers(runs, "drift_limit")
-    with np.errstate(invalid="ignore"):
-        add(np.abs(drift) > limit, "drifting",
-            lambda i: _explain("drifting", drift=float(drift[i]), limit=float(limit[i])))
-    notes = _values(runs, "note")
-    add(np.array([isinstance(note, str) and bool(note) for note in notes], dtype=bool), "driver_note",
-        lambda i: _explain("driver_note", note=notes[i]))
-    add(_shared(_values(runs, "server_cpus"), _values(runs, "load_cpus")), "shared_cores",
-        lambda i: FLAGS["shared_cores"])
+    with np.errstate(divide="ignore", invalid="ignore"):  # a missing number is NaN, and NaN compares False
+        for flag, rule in RUN_RULES:
+            mask, explain = rule(runs)
+            for i in np.flatnonzero(mask & ~failed):
+                found[i].append((flag, explain(i)))
     return found
 
 
@@ -244,6 +241,29 @@ def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
     return out
 
 
+def _cell_flags(rps: np.ndarray, p99: np.ndarray, forks: np.ndarray, found: list) -> list[tuple[str, str]]:
+    """The flags of one server's cell, from its finished runs' rps and p99 (``forks``: each run's fork) and
+    the flags ``found`` on each of its runs: the spread is between fork means (a fork's windows are not
+    repeats), and a run flag is said once for the cell."""
+    if len(rps) == 0:
+        return [("all_failed", FLAGS["all_failed"])]
+    out = []
+    rps = cells.fork_means(rps, forks)
+    cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
+    if cv > CV_LIMIT:
+        out.append(("high_cv", _explain("high_cv", cv=cv)))
+    p99 = cells.fork_means(p99, forks)
+    if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
+        out.append(("tail_unstable", _explain("tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3,
+                                              high=p99.max() * 1e3)))
+    seen: dict[str, str] = {}
+    for run in found:
+        for flag, text in run:
+            if flag not in seen and flag != "failed":
+                seen[flag] = text
+    return out + [(flag, f"in some repeats: {text}") for flag, text in seen.items()]
+
+
 def flags(runs: pd.DataFrame) -> pd.DataFrame:
     """Every noise and validity flag, on each run (level "run") and each cell (level "cell")."""
     return flags_by_cell(runs)[0]
@@ -263,7 +283,7 @@ def flags_by_cell(runs: pd.DataFrame):
                          "flag": flag, "explanation": explanation})
     status = _values(runs, "status")
     rps_all, p99_all = _numbers(runs, "rps"), _numbers(runs, "p99")
-    fork_of = cells.fork_keys(runs)  # the cell's spread is between fork means: windows of a fork are not repeats
+    fork_of = cells.fork_keys(runs)
     for cell, positions in members:
         order = dict.fromkeys(s for s in servers[positions] if not pd.isna(s))  # groupby drops a missing server
         for server in order:
@@ -272,25 +292,8 @@ def flags_by_cell(runs: pd.DataFrame):
             named = names.setdefault((cell, server), set())
             named.update(flag for i in mine for flag, _ in found[i])
             ok = mine[status[mine] == "ok"] if "status" in runs else mine
-            cell_rows = []
-            if len(ok) == 0:
-                cell_rows.append({**base, "flag": "all_failed", "explanation": FLAGS["all_failed"]})
-            else:
-                rps = cells.fork_means(rps_all[ok], fork_of[ok])
-                cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
-                if cv > CV_LIMIT:
-                    cell_rows.append({**base, "flag": "high_cv", "explanation": _explain("high_cv", cv=cv)})
-                p99 = cells.fork_means(p99_all[ok], fork_of[ok])
-                if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
-                    cell_rows.append({**base, "flag": "tail_unstable", "explanation": _explain(
-                        "tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3, high=p99.max() * 1e3)})
-                seen = {}
-                for i in mine:
-                    for flag, text in found[i]:
-                        if flag not in seen and flag != "failed":
-                            seen[flag] = text
-                cell_rows.extend({**base, "flag": flag, "explanation": f"in some repeats: {text}"}
-                                 for flag, text in seen.items())
+            cell_rows = [{**base, "flag": flag, "explanation": text}
+                         for flag, text in _cell_flags(rps_all[ok], p99_all[ok], fork_of[ok], [found[i] for i in mine])]
             named.update(row["flag"] for row in cell_rows)
             rows.extend(cell_rows)
     frame = pd.DataFrame(rows, columns=["level", "id", *keys, "server", "flag", "explanation"])

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import math
 
+from ..schema import AUTO
 from ..store.results import span
 from . import cells, stats
-
-AUTO = "auto"
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -116,3 +115,54 @@ def design(records) -> dict:
         f"window (start, verify, warm-up) and a window {window_s:.0f} s; forks differ by {math.sqrt(b2):.1%} "
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
         f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{MAX_WINDOWS}")}
+
+
+class Rule:
+    """One comparison's stopping rule and windows a fork, asked between forks as the runs come in.
+
+    ``repeats="auto"`` stops once a whole round is done (past the first two) and every ratio to
+    ``baseline`` is within +/- ``precision`` (:func:`enough`); ``iterations="auto"`` gives each fork of the
+    first two rounds :data:`PILOT_WINDOWS` windows, then the :func:`design` chosen from them.
+
+    >>> rule = Rule(repeats=3, iterations=2, precision=0.03, baseline="spring-tomcat")
+    >>> rule.stop([], repeat=1, new_round=False), rule.windows([], repeat=1)
+    (False, 2)
+    """
+
+    def __init__(self, *, repeats, iterations, precision: float, baseline: str):
+        self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
+        self.iterations, self.precision, self.baseline = iterations, precision, baseline
+        self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
+        self.reached: bool | None = None
+
+    @property
+    def first_windows(self) -> int:
+        """The windows a fork of the first round gets: what a progress bar can plan with."""
+        return PILOT_WINDOWS if self.by_design else self.iterations
+
+    def stop(self, records, *, repeat: int, new_round: bool) -> bool:
+        """Whether the comparison has what it asked for before the fork of ``repeat`` starts."""
+        if self.by_precision and new_round and repeat > 2:
+            self.reached = enough(records, self.baseline, self.precision)
+            return self.reached
+        return False
+
+    def windows(self, records, *, repeat: int) -> int:
+        """The windows the fork of round ``repeat`` measures."""
+        if not self.by_design:
+            return self.iterations
+        if repeat > 2 and self.chosen is None:
+            self.chosen = design(records)
+        return self.chosen["iterations"] if self.chosen else PILOT_WINDOWS
+
+    def describe(self, suite, records) -> None:
+        """Say on ``suite`` the design it ran with and the precision it reached, where the caller asked."""
+        if self.by_design:
+            suite.design = self.chosen or {**design(records), "iterations": PILOT_WINDOWS,
+                                           "why": f"{PILOT_WINDOWS} windows a fork: the pilot's, as the "
+                                                  "comparison ended within its two rounds"}
+        if self.by_precision:
+            reached = enough(records, self.baseline, self.precision) if self.reached is None else self.reached
+            suite.precision = {"asked": self.precision, "reached": bool(reached),
+                               "repeats": max(r.params["repeat"] for r in records),
+                               "widest": widest(records, self.baseline)}

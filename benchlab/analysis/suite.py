@@ -17,8 +17,10 @@ from ..store.results import Run, collector_paused, frame, scan, warn_damaged
 class Suite:
     """The runs of a comparison, with the statistics over them.
 
-    ``runs`` is the tidy frame (one row per run, :data:`~benchlab.schema.COLUMNS`), ``samples`` the CPU and memory
-    samples of every run. ``summary()``, ``verdicts()``, ``table()`` and ``flags()`` read only those.
+    Built from the stored ``records`` (:class:`~benchlab.store.results.Run`, also kept as ``records``);
+    ``runs`` is their tidy frame (one row per run, :data:`~benchlab.schema.COLUMNS`), ``samples`` the CPU
+    and memory samples of every run. ``summary()``, ``verdicts()``, ``table()`` and ``flags()`` read only
+    those.
 
     Example
     -------
@@ -33,9 +35,9 @@ class Suite:
     #: (:func:`benchlab.analysis.precision.design`); None otherwise.
     design: dict | None = None
 
-    def __init__(self, runs: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
+    def __init__(self, records: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
                  damaged: Iterable[str] = (), strict: bool = False):
-        self.records: tuple[Run, ...] = tuple(runs)
+        self.records: tuple[Run, ...] = tuple(records)
         self.path = path
         self.strict = strict
         #: One line per damaged file (it names the file and what is wrong): run.json files left out when

@@ -17,12 +17,10 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..errors import UsageError
-from ..schema import SECONDS
+from ..schema import AUTO, SECONDS  # warmup=AUTO: warm until warm (benchlab.running.warmup)
 
 MODELS = ("duration", "count", "rate")
 
-#: warmup="auto": warm in slices until throughput stops rising (see :mod:`benchlab.running.warmup`).
-AUTO = "auto"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 

@@ -6,10 +6,11 @@ import hashlib
 import random
 
 from ..errors import UsageError
+from ..schema import AUTO
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
-from .spec import ORDERS, RunSpec, prepare
+from .spec import ORDERS, RESTARTS, RunSpec, prepare
 
 
 def as_list(value, name: str) -> list:
@@ -65,6 +66,21 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         also = " or 'auto'" if auto else ""
         raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
+
+
+def check_design(*, repeats, iterations, precision, max_repeats, restart) -> None:
+    """The options that shape a comparison rather than one run: the forks, the windows a fork, the
+    precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
+    if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
+        raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
+    if restart not in RESTARTS:
+        raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
+    if repeats == AUTO:
+        if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision < 1:
+            raise UsageError(f"precision must be a fraction between 0 and 1, such as 0.03 for +/-3%, "
+                             f"not {precision!r}")
+        if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2:
+            raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
 
 
 def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,

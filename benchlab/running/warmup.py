@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 
 from ..analysis import changepoints
+from ..schema import AUTO
 from . import drivers
-from .load import AUTO, Load
+from .load import Load
 
 SLICE = 5.0
 LIMIT = 360.0

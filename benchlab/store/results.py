@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS
+from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES
 from . import validate
 from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
@@ -75,7 +75,7 @@ class Run:
     directory: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.status not in ("ok", "failed"):
+        if self.status not in STATUSES:
             raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
         if self.status == "ok":
             rps = self.metrics.get("rps") if self.metrics else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ResultsError
-from ..schema import COUNTER_FIELDS, METRICS, PARAMS, RESOURCES, SAMPLE_FIELDS
+from ..schema import COUNTER_FIELDS, METRICS, PARAMS, RESOURCES, SAMPLE_FIELDS, STATUSES
 
 _INF = math.inf
 
@@ -96,7 +96,7 @@ def _fine(doc: dict) -> bool:
     few lists whose types and extremes builtins check in C. Stricter, never looser, than :func:`_explain`
     (a NaN first among the numbers makes min and max NaN, so it says no)."""
     run_id, status, params, metrics, metadata = map(doc.get, ("id", "status", "params", "metrics", "metadata"))
-    if not (type(run_id) is str and run_id and type(status) is str and status in ("ok", "failed")
+    if not (type(run_id) is str and run_id and type(status) is str and status in STATUSES
             and type(params) is dict and type(metrics) is dict and type(metadata) is dict):
         return False
     parts = list(map(metadata.get, _SECTIONS))
@@ -140,7 +140,7 @@ def _explain(doc: dict, source: str) -> None:
     run_id, status = doc.get("id"), doc.get("status")
     if type(run_id) is not str or not run_id:
         raise damaged(source, f"its id is {_shown(run_id)}, not a name")
-    if type(status) is not str or status not in ("ok", "failed"):
+    if type(status) is not str or status not in STATUSES:
         raise damaged(source, f"its status is {_shown(status)}, not 'ok' or 'failed'")
     for name in ("params", "metrics", "metadata"):
         if type(doc.get(name)) is not dict:
