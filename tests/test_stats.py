@@ -349,3 +349,22 @@ def test_cell_keys_by_dtype_equal_key_value_by_value():
         keys, filled = cells._filled(runs)
         pd.testing.assert_frame_equal(filled, runs.assign(**{c: runs[c].astype(object).map(cells.key) for c in keys}),
                                       check_exact=True)
+
+
+def test_the_knee_is_the_fewest_connections_near_the_best_and_the_highest_rate_served():
+    from benchlab.analysis.knee import knees
+
+    runs = pd.DataFrame({"server": ["a"] * 6 + ["b"] * 3, "status": ["ok"] * 8 + ["failed"],
+                         "connections": [16, 16, 64, 64, 256, 256, 16, 64, 256],
+                         "rps": [4e3, 6e3, 9.4e3, 9.8e3, 1e4, 1e4, 8e3, 7e3, 1e9],
+                         "p99": [0.001] * 4 + [0.02, 0.04] + [0.001] * 3})
+    table = knees(runs).set_index("server")
+    column = "knee: fewest connections >= 95% of best"
+    assert table.loc["a", column] == 64 and table.loc["a", "best at connections"] == 256, "9.6k >= 95% of 10k"
+    assert table.loc["a", "p99 at knee (ms)"] == 1.0
+    assert table.loc["b", column] == 16 and table.loc["b", "best rps"] == 8e3, "a failed run is not the best"
+    assert knees(runs, 0.99).set_index("server").loc["a", "knee: fewest connections >= 99% of best"] == 256
+    rated = pd.DataFrame({"server": ["a"] * 3, "status": ["ok"] * 3, "rate": [200, 400, 800],
+                          "rps": [200.0, 396.0, 500.0], "p99": [0.001, 0.002, 0.5]})
+    row = knees(rated, by_rate=True).iloc[0]
+    assert row["highest rate served at >= 95% (req/s)"] == 400 and row["p99 there (ms)"] == 2.0

@@ -283,7 +283,9 @@ def warmups(frame: pd.DataFrame) -> pd.DataFrame:
             return "fixed, not judged"
         return {True: "yes", False: "no: limit reached"}.get(row.get("warm"), MISSING)
 
-    ok = frame[frame["status"] == "ok"] if "status" in frame else frame
+    from ..analysis.cells import ok as finished
+
+    ok = finished(frame)
     get = lambda column: ok[column] if column in ok else pd.Series([None] * len(ok), index=ok.index)  # noqa: E731
     shown = pd.DataFrame({
         "server": get("server"), "repeat": get("repeat"), "warm-up": get("warmup_s").map(seconds),

@@ -94,7 +94,9 @@ def wall_text(seconds: float) -> str:
 
 def warmup_line(runs) -> str:
     """How the runs were warmed, said before any number: a fixed warm-up is not judged steady."""
-    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    from ..analysis.cells import ok as finished
+
+    ok = finished(runs)
     if not len(ok) or "warmup" not in ok:
         return "warm-up: no finished run"
     fixed = sorted({float(w) for w in ok["warmup"] if w != "auto" and w is not None})

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ...analysis import cells
 from ...analysis.cells import SETUP, forks, key, varying
 from ...errors import ResultsError
 from ...schema import CELL
@@ -44,7 +45,7 @@ def finished(frame: pd.DataFrame, what: str) -> pd.DataFrame:
     if frame is None or len(frame) == 0:
         raise ResultsError(f"no runs to chart for the {what} chart: run benchlab.run()/compare() first, "
                            "or load a results directory that holds run.json files")
-    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    ok = cells.ok(frame)
     if len(ok) == 0:
         raise ResultsError(f"every run failed, so there is nothing to chart for the {what} chart: "
                            "read the error column of the runs frame")
@@ -175,9 +176,7 @@ def values(frame: pd.DataFrame, column: str) -> list:
 def most_repeats(frame: pd.DataFrame) -> int:
     """The most forks any one cell (server and :data:`~benchlab.schema.CELL`) has: a fork's windows count once;
     run() results all say repeat 1."""
-    if "status" in frame.columns:
-        frame = frame[frame["status"] == "ok"]
-    frame = forks(frame)
+    frame = forks(cells.ok(frame))
     keys = [c for c in ("server", *CELL, *SETUP) if c in frame.columns]
     if not keys or not len(frame):
         return 0
