@@ -17,6 +17,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLOOR = 0.02
 MIN_INTERVALS = 8  # four per half: fewer and the halves say nothing

@@ -246,7 +246,8 @@ _COUNT = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
 
 def _scaled(text: str, units: dict, what: str) -> float:
     """``"1.5k"`` with ``{"k": 1e3}`` -> 1500.0: a number followed by one of ``units``."""
-    m = re.fullmatch(r"([\d.]+)(%s)" % "|".join(sorted(units, key=len, reverse=True)), text)
+    suffixes = "|".join(sorted(units, key=len, reverse=True))
+    m = re.fullmatch(rf"([\d.]+)({suffixes})", text)
     if not m:
         raise LoadError(f"wrk report: cannot read the {what} {text!r}")
     return float(m.group(1)) * units[m.group(2)]
