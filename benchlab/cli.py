@@ -54,7 +54,8 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
         elif option.kind == "repeat":
             parser.add_argument(option.flag, *option.aliases, action="append", metavar="VALUE", **extra)
         else:
-            metavar = None if option.choices else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else "")
+            metavar = (None if option.choices
+                       else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else ""))
             parser.add_argument(option.flag, type=_SCALARS.get(option.kind, str), metavar=metavar, **extra)
 
 

@@ -273,7 +273,8 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
 
 def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = True,
           echo=print) -> list[Report | NotebookFailed]:
-    """Execute every report of a batch file (or of a list of entries) in order; a failed one is reported and the rest go on.
+    """Execute every report of a batch file (or of a list of entries) in order; a failed one is reported, the
+    rest go on.
 
     Returns one entry per report: its :class:`Report`, or the :class:`NotebookFailed` it raised.
 

@@ -98,7 +98,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_import_graph_has_no_cycle():
     graph = {name: imports(name) for name in MODULES}
-    assert "benchlab.running.backends.docker.images" in graph["benchlab.running.backends.docker.backend"]  # the scan sees imports
+    # the scan sees imports
+    assert "benchlab.running.backends.docker.images" in graph["benchlab.running.backends.docker.backend"]
     found = cycles(graph)
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
 
@@ -152,7 +153,8 @@ def test_each_module_is_small_and_says_its_one_job(name):
     path = MODULES[name]
     source = path.read_text()
     lines = len(source.splitlines())
-    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE.parent)} has {lines} lines: split it by job (at most {MAX_LINES})"
+    where = path.relative_to(PACKAGE.parent)
+    assert lines <= MAX_LINES, f"{where} has {lines} lines: split it by job (at most {MAX_LINES})"
     if path.name == "__main__.py":
         return
     docstring = ast.get_docstring(ast.parse(source))

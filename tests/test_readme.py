@@ -43,7 +43,8 @@ SHORTER = [
 
 #: Blocks that cannot run here, found by a line they hold, with the reason.
 NOT_HERE = {
-    "python3 -m pytest -v tests": "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
+    "python3 -m pytest -v tests":
+        "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
     "bash .ci/dockerd.sh stop": "it stops the engine the other docker tests use; CI stops it when they are done",
     'docker_host="ssh://user@S"': "it needs a second machine reached over ssh",
 }

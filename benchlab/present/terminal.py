@@ -140,9 +140,9 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(warmup_line(suite.runs))
         reached = getattr(suite, "precision", None)
         if reached:
+            outcome = "reached" if reached["reached"] else "NOT reached at max_repeats; the ratios are less precise"
             _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
-                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
+                   f"(asked +/-{reached['asked']:.0%}: {outcome})")
         design = getattr(suite, "design", None)
         if design:
             _print(f"iterations=auto: {design['why']}")

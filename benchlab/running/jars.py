@@ -65,7 +65,8 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
         raise BuildError(f"no servers/pom.xml under {root.parent}: set BENCHLAB_HOME to the benchlab checkout")
     stamp = root / _STAMP
     source = _source_hash(root)
-    if not force and stamp.exists() and stamp.read_text().strip() == source and all(p.exists() for p in jars().values()):
+    if (not force and stamp.exists() and stamp.read_text().strip() == source
+            and all(p.exists() for p in jars().values())):
         return {"built": False, "seconds": 0.0, "jars": jars()}
     mvn = process.require("mvn", "apt-get install maven (and a JDK 17: apt-get install openjdk-17-jdk-headless)")
     process.require("java", "apt-get install openjdk-17-jdk-headless")
@@ -256,7 +257,8 @@ def prepare_aot(server, java: str = "java") -> Cds:
 
     Example
     -------
-    >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"), "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")  # doctest: +SKIP
+    >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"),  # doctest: +SKIP
+    ...             "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
     """
     if server.kind != "spring":
         raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")

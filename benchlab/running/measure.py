@@ -280,8 +280,8 @@ def _files(run_dir: Path) -> tuple[str, ...]:
 def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
            started_at: str, label, iteration: int = 1) -> Run:
     """Store and return the record of a run that failed: no metrics, the error, the files it left."""
-    record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration}, metrics={}, metadata=getattr(error, "metadata", {}),
-                 status="failed",
+    record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration}, metrics={},
+                 metadata=getattr(error, "metadata", {}), status="failed",
                  error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
                  started_at=started_at, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
     save(record, run_dir)

@@ -70,7 +70,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a time such as 30s"),
+    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a "
+           "time such as 30s"),
     Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
     Option("load", "text", "both", "the load model", LOAD_MODELS),
     Option("users", "int", "run", "count model: parallel users"),
@@ -100,8 +101,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_image", "text", "both", "docker: a registry base image for the servers, e.g. eclipse-temurin:17-jre"),
     Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
     Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
-    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. "
-           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
+    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. --factor "
+           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
            "server_cpus)", aliases=("--factor",)),
     Option("results_dir", "text", "both", "where results are stored (default data/results)"),
     Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),

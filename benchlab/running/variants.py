@@ -14,7 +14,8 @@ server's ``GET /info`` reports; a setting that did not take fails the run.
 
 >>> spring = Settings(virtual_threads=True, max_threads=400, gc="parallel", heap="512m")
 >>> spring.mark(), spring.jvm_options(), spring.arguments("tomcat")
-('+vt+threads400+parallelgc+heap512m', ['-XX:+UseParallelGC', '-Xmx512m'], ['--spring.threads.virtual.enabled=true', '--server.tomcat.threads.max=400'])
+('+vt+threads400+parallelgc+heap512m', ['-XX:+UseParallelGC', '-Xmx512m'],
+ ['--spring.threads.virtual.enabled=true', '--server.tomcat.threads.max=400'])
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ def mismatch(server: str, rows: list[dict]) -> str | None:
     if not wrong:
         return None
     said = "; ".join(f"{r['setting']} asked {r['asked']!r}, got {r['got']!r}" for r in wrong)
-    return f"{server} did not take its settings ({said}): the run does not count (what it runs is what its GET /info reports)"
+    return (f"{server} did not take its settings ({said}): the run does not count (what it runs is what its "
+            "GET /info reports)")
 
 
 def check_launch(asked: Settings, *, java: str, jvm_opts=(), backend: str = "local") -> None:

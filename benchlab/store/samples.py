@@ -62,7 +62,8 @@ class Samples(Sequence):
                 doc = parse_json(self.path)
             except (OSError, ValueError) as exc:
                 raise ResultsError(f"cannot read {self.path}: {why(exc)}") from None
-            if not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT or not isinstance(doc.get("rows"), list):
+            if (not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT
+                    or not isinstance(doc.get("rows"), list)):
                 raise ResultsError(f"{self.path} is not a benchlab samples file: the run is damaged")
             if not isinstance(doc.get("version"), int) or doc["version"] > SAMPLES_VERSION:
                 raise ResultsError(f"{self.path} was written by a newer benchlab (samples format version "

@@ -1,4 +1,5 @@
-"""What every driver is: the protocol :func:`benchlab.running.drivers.execute` relies on, its base class and the invocation.
+"""What every driver is: the protocol :func:`benchlab.running.drivers.execute` relies on, its base class and
+the invocation.
 
 ``command()`` builds an :class:`Invocation` (the argv, the phase and the files the tool reads or writes)
 and ``parse()`` reads that same invocation back, so a driver keeps no state between the two calls.

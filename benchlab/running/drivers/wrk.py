@@ -133,7 +133,8 @@ end
 def count_script(scenario, requests: int, threads: int, *, distribution: bool = False) -> str:
     """The Lua script of a count load: the scenario, the reporter, and :data:`COUNTER` for ``requests``
     answers over ``threads`` threads."""
-    return script(scenario, distribution=distribution) + COUNTER.replace("@REQUESTS@", str(int(requests))).replace("@THREADS@", str(int(threads)))
+    counter = COUNTER.replace("@REQUESTS@", str(int(requests))).replace("@THREADS@", str(int(threads)))
+    return script(scenario, distribution=distribution) + counter
 
 
 def _whole_seconds(seconds: float) -> str:
