@@ -111,11 +111,11 @@ def cores(cpus, *, poll: float = 0.2, echo=None):
     process holds any of them (said once, through ``echo``: stderr by default). Yields the seconds waited."""
     wanted = sorted(set(cpus or ()))
     say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
-    folder = _cores_folder() if wanted else None
+    folder = _cores_folder() if wanted else None  # None: no core to lock
     held: list[int] = []
     began, said = time.monotonic(), False
     try:
-        while wanted:
+        while folder is not None:
             busy = []
             for core in wanted:
                 fd = os.open(folder / f"core-{core}.lock", os.O_RDWR | os.O_CREAT, 0o666)

@@ -50,7 +50,9 @@ class Samples(Sequence):
     __slots__ = ("path", "_rows", "_counters")
 
     def __init__(self, path: str):
-        self.path, self._rows, self._counters = path, None, ()
+        self.path = path
+        self._rows: tuple | None = None
+        self._counters: tuple = ()
 
     def counters(self) -> tuple:
         self.rows()

@@ -176,7 +176,7 @@ def _explain_params(params: dict, source: str) -> None:
     for name, kind in _PARAM_LISTS.items():
         value = params.get(name)
         if value is not None and type(value) is not str and (type(value) is not list or not all(
-                type(v) is kind and (kind is str or v >= 0) for v in value)):
+                (type(v) is int and v >= 0) if kind is int else type(v) is str for v in value)):
             raise damaged(source, f"param {name} is {_shown(value)}, not a list of "
                                   f"{'cores' if kind is int else 'options'}")
     warmup = params.get("warmup")
