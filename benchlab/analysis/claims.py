@@ -197,7 +197,7 @@ def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
 def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
     servers = _servers(claim)
     means = {s: float(cells.finite(v).mean()) for s, v in values.items()}
-    ours = "<".join(sorted(servers, key=means.get))
+    ours = "<".join(sorted(servers, key=means.__getitem__))
     steps, words = [], []
     for low_server, high_server in zip(servers, servers[1:]):
         pair = _pair(values[high_server], values[low_server], alpha)
