@@ -137,7 +137,8 @@ def check_options(given: Mapping[str, Any]) -> None:
             check_repeats(value, auto=True)
         elif name in ("connections", "users", "loops", "threads"):
             for one in _each(value):
-                _positive_int(name, one, allow_none=True)
+                if one is not None:
+                    _positive_int(name, one)
         elif name in ("duration", "warmup", "timeout", "ramp_up"):
             Load(**{name: value})
         elif name in ("rate", "rates"):

@@ -33,6 +33,8 @@ def now() -> str:
 def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tuple[int, dict, bytes]:
     """Send the scenario's request once; raise :class:`VerifyError` showing what came back if it is wrong."""
     parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:  # Server.from_url and the backends make none such
+        raise VerifyError(f"verify {url}: the url names no host; give http://HOST:PORT/PATH")
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     headers = {"Content-Type": scenario.content_type} if scenario.content_type else {}
     try:
@@ -198,9 +200,7 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
     checks = variants.check(spec.server.settings, info)
     wrong = variants.mismatch(spec.server.name, checks)
     if wrong:
-        error = ServerError(wrong)
-        error.metadata = {"server": info, "settings": checks}
-        raise error
+        raise ServerError(wrong, metadata={"server": info, "settings": checks})
     meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java", driver=spec.driver)
     meta.update(
         server=info,

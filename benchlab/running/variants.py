@@ -135,7 +135,10 @@ def heap_bytes(heap: str) -> int:
     >>> heap_bytes("2g")
     2147483648
     """
-    number, unit = _HEAP.match(heap).groups()
+    match = _HEAP.match(heap)
+    if match is None:
+        raise UsageError(f"bad heap {heap!r}: give the -Xmx size such as '512m' or '2g'")
+    number, unit = match.groups()
     return int(number) * _UNITS[unit.lower()]
 
 
@@ -219,11 +222,11 @@ def find_java(java) -> tuple[str, int]:
     path = str(java)
     if os.path.isdir(path):
         path = os.path.join(path, "bin", "java")
-    version = java_major(path) if os.access(path, os.X_OK) and os.path.isfile(path) else None
-    if version is None:
+    major = java_major(path) if os.access(path, os.X_OK) and os.path.isfile(path) else None
+    if major is None:
         raise UsageError(f"java {java!r} does not exist or does not run: give 17, 25 or the path of a JDK "
                          "(its home or its bin/java)")
-    return path, version
+    return path, major
 
 
 # --- the proof ----------------------------------------------------------------------------------------

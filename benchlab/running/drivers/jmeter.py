@@ -226,7 +226,7 @@ class JMeter(Driver):
             f"-Jbenchlab.loops={load.loops}",
             f"-Jbenchlab.ramp_up={math.ceil(load.ramp_up)}",
         ]
-        return Invocation(argv, phase, workdir, files={"plan": plan_path, "jtl": jtl, "log": log},
+        return Invocation(tuple(argv), phase, workdir, files={"plan": plan_path, "jtl": jtl, "log": log},
                           planned_requests=planned)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:

@@ -78,7 +78,7 @@ class Vegeta(Driver):
             f"-targets={targets}",
             f"-output={results}",
         ]
-        return Invocation(argv, phase, workdir, files={"targets": targets, "results": results},
+        return Invocation(tuple(argv), phase, workdir, files={"targets": targets, "results": results},
                           target_rps=load.rate)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:

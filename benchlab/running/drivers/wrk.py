@@ -171,7 +171,7 @@ class Wrk(Driver):
             "-s", str(lua),
             url + scenario.path,
         ]
-        return Invocation(argv, phase, workdir, files={"script": lua}, planned_requests=planned)
+        return Invocation(tuple(argv), phase, workdir, files={"script": lua}, planned_requests=planned)
 
     def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
         metrics = parse(stdout)
