@@ -12,12 +12,13 @@ it reads the runs frame and the runs' metadata, nothing else.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..store.results import Run, Suite
+    from ..analysis.suite import Suite
+    from ..store.results import Run
 
 __all__ = ["Header", "measured"]
 
@@ -83,7 +84,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     from .charts.frames import machine
     from .terminal import wall_text, warmup_line
 
-    records = tuple(getattr(runs, "records", runs))
+    records = tuple(runs.records if hasattr(runs, "records") else runs)
     table = frame(records)
     ok = table[table["status"] == "ok"]
     rows: list[tuple[str, str]] = [("report", what)] if what else []
@@ -95,7 +96,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     took = span(records)
     if took is not None:
         rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
-    metadata = next((r.metadata for r in records if r.status == "ok"), {})
+    metadata: Mapping = next((r.metadata for r in records if r.status == "ok"), {})
     rows.append(("machine", machine(metadata)))
     return Header(rows=tuple(rows))
 
@@ -104,7 +105,7 @@ def _server_rows(ok, records: tuple[Run, ...]) -> list[tuple[str, str]]:
     """The servers with their versions, then the stack (Spring Boot and Java) where the runs say it."""
     servers, boot, java = [], [], []
     for server in dict.fromkeys(ok["server"]):
-        meta = next((r.metadata.get("server", {}) for r in records
+        meta: Mapping = next((r.metadata.get("server", {}) for r in records
                      if r.status == "ok" and r.params.get("server") == server), {})
         version = " ".join(filter(None, (meta.get("server"), meta.get("server_version")))) or "version unknown"
         servers.append(f"{server} ({version})")

@@ -104,8 +104,8 @@ def warmup_line(runs) -> str:
         unsteady = int((auto["warm"] == False).sum()) if "warm" in auto else 0  # noqa: E712 - a column of objects
         took = auto["warmup_s"].astype(float)
         text = f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s"
-        quiet = auto["jit_quiet_s"].dropna().astype(float) if "jit_quiet_s" in auto else []
-        if len(quiet):
+        if "jit_quiet_s" in auto and auto["jit_quiet_s"].notna().any():
+            quiet = auto["jit_quiet_s"].dropna().astype(float)
             text += f"; JIT quiet at {quiet.min():.0f}-{quiet.max():.0f} s"
         kinds = auto["warmup_class"].dropna().value_counts() if "warmup_class" in auto else {}
         if len(kinds):

@@ -53,7 +53,8 @@ def published(runs: pd.DataFrame, reference: pd.DataFrame, *, baseline: str, met
     bars, dots = _marks(table, metric, base)
     parity = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="ratio:Q")
     name = f" ({experiment})" if experiment else ""
-    return alt.layer(bars, dots, parity).properties(
+    # not alt.layer(): it facets layers that share facet encodings, so its type is LayerChart | FacetChart
+    return alt.LayerChart(layer=[bars, dots, parity]).properties(
         width=WIDTH + 80, height=HEIGHT,
         title=title(f"{metric} relative to {base} (x), ours beside the published figures{name}", ours, note,
                     width=WIDTH + 140),
