@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from .errors import BenchlabError
 
@@ -27,11 +28,11 @@ def _numbers(kind: type, text: str) -> list:
 
 
 _LISTS = {"texts": _csv, "ints": lambda text: _numbers(int, text), "floats": lambda text: _numbers(float, text)}
-def count(text: str):
+def count(text: str) -> int | str:
     return text if text == "auto" else int(text)
 
 
-_SCALARS = {"text": str, "int": int, "float": float, "count": count}
+_SCALARS: dict[str, Callable[[str], object]] = {"text": str, "int": int, "float": float, "count": count}
 
 
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
@@ -54,7 +55,8 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
         elif option.kind == "repeat":
             parser.add_argument(option.flag, *option.aliases, action="append", metavar="VALUE", **extra)
         else:
-            metavar = None if option.choices else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else "")
+            metavar = (None if option.choices
+                       else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else ""))
             parser.add_argument(option.flag, type=_SCALARS.get(option.kind, str), metavar=metavar, **extra)
 
 

@@ -18,18 +18,13 @@ def available() -> list[int]:
 
 def format_cpus(cpus: list[int] | tuple[int, ...]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2,5"``, the form taskset and docker take."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    start = prev = None
-    for cpu in ordered + [None]:
-        if start is not None and (cpu is None or cpu != prev + 1):
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if cpu is not None:
-            if start is None:
-                start = cpu
-            prev = cpu
-    return ",".join(parts)
+    ranges: list[list[int]] = []  # [first, last] of each run of consecutive cores
+    for cpu in sorted(set(cpus)):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in ranges)
 
 
 def expand(text: str) -> list[int]:

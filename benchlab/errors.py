@@ -44,7 +44,14 @@ class BuildError(BenchlabError):
 
 
 class ServerError(BenchlabError):
-    """The server under test did not start, exited early, or could not bind its port."""
+    """The server under test did not start, exited early, or could not bind its port.
+
+    ``metadata`` is what the failed run records of the server, such as what its ``GET /info`` said.
+    """
+
+    def __init__(self, message: str = "", *, metadata: dict | None = None) -> None:
+        super().__init__(message)
+        self.metadata = metadata or {}
 
 
 class VerifyError(BenchlabError):

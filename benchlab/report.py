@@ -137,7 +137,8 @@ def check_options(given: Mapping[str, Any]) -> None:
             check_repeats(value, auto=True)
         elif name in ("connections", "users", "loops", "threads"):
             for one in _each(value):
-                _positive_int(name, one, allow_none=True)
+                if one is not None:
+                    _positive_int(name, one)
         elif name in ("duration", "warmup", "timeout", "ramp_up"):
             Load(**{name: value})
         elif name in ("rate", "rates"):
@@ -273,7 +274,8 @@ def read_batch(path: str | os.PathLike) -> list[dict]:
 
 def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = True,
           echo=print) -> list[Report | NotebookFailed]:
-    """Execute every report of a batch file (or of a list of entries) in order; a failed one is reported and the rest go on.
+    """Execute every report of a batch file (or of a list of entries) in order; a failed one is reported, the
+    rest go on.
 
     Returns one entry per report: its :class:`Report`, or the :class:`NotebookFailed` it raised.
 

@@ -48,7 +48,8 @@ def main() -> int:
         order = ("local", "docker") if pair % 2 else ("docker", "local")
         runs = {}
         for backend in order:
-            runs[backend] = benchlab.run(args.server, args.scenario, **common, **(docker if backend == "docker" else {}))
+            own = docker if backend == "docker" else {}
+            runs[backend] = benchlab.run(args.server, args.scenario, **common, **own)
             m = runs[backend].metrics
             print(f"pair {pair} {backend:6} {m['rps']:10,.0f} req/s  p99 {m['p99'] * 1000:7.2f} ms  "
                   f"server cpu {m['server_cpu_mean'] or 0:4.0f}%  startup {m['startup_ms']:6.0f} ms", flush=True)

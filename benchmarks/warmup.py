@@ -2,7 +2,8 @@
 after a 300 s warm-up of the same JVM.
 
 Each round starts every server once (in an order that alternates between rounds), warms it with the
-``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.running.warmup`), measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
+``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.running.warmup`),
+measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
 measurements come from one JVM, so their ratio (auto / 300 s) carries no fork-to-fork noise: it says only
 whether auto stopped too early. The JVM's compile time is read after every slice the whole time, so the
 time its JIT went quiet for good (``benchlab.running.warmup.quiet_since``) is known from the whole 300 s curve,
@@ -159,7 +160,8 @@ def report(servers: list[str], forks: list[dict], *, long: float, aot: bool) -> 
         quiet = [f["quiet_s"] for f in mine if f["quiet_s"] is not None]
         print(f"{server:24} {statistics.median(quiet) if quiet else math.nan:>8.0f}s "
               f"{statistics.median(f['auto_s'] for f in mine):>8.0f}s "
-              f"{statistics.mean(f['auto_rps'] for f in mine):>9,.0f} {statistics.mean(f['long_rps'] for f in mine):>9,.0f}"
+              f"{statistics.mean(f['auto_rps'] for f in mine):>9,.0f} "
+              f"{statistics.mean(f['long_rps'] for f in mine):>9,.0f}"
               f"  {sum(f['false_steady'] for f in mine)} of {len(mine)}, {sum(not f['auto_warm'] for f in mine)}")
     print()
     for server in servers:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -69,6 +71,17 @@ def docker_engine():
     yield os.environ["DOCKER_HOST"]
     os.environ.pop("DOCKER_HOST", None)
     subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def jdk25() -> str:
+    """A second JDK, Temurin 25: from update-alternatives, else where the Temurin package installs it."""
+    listed = subprocess.run(["update-alternatives", "--list", "java"], capture_output=True, text=True).stdout.split()
+    for java in [*listed, *sorted(glob.glob("/usr/lib/jvm/*/bin/java"))]:
+        version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+        if "Temurin" in version and '"25' in version:
+            return java
+    pytest.fail("no Temurin 25 JDK: install temurin-25-jdk (the CDS and /info tests need a second JDK)")
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The Maven build of the four jars: each with one server, skipped when unchanged, a failure shown clearly (integration)."""
+"""The Maven build of the four jars: each with one server, skipped when unchanged, a failure shown clearly
+(integration)."""
 
 from __future__ import annotations
 

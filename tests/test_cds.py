@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import glob
 import shutil
-import subprocess
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -17,17 +15,6 @@ from benchlab.running import jars as building
 from benchlab.running.backends.local import LocalBackend
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def jdk25() -> str:
-    """A second JDK, Temurin 25: from update-alternatives, else where the Temurin package installs it."""
-    listed = subprocess.run(["update-alternatives", "--list", "java"], capture_output=True, text=True).stdout.split()
-    for java in [*listed, *sorted(glob.glob("/usr/lib/jvm/*/bin/java"))]:
-        version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-        if "Temurin" in version and '"25' in version:
-            return java
-    pytest.fail("no Temurin 25 JDK: install temurin-25-jdk (the test needs a second JDK to get its own archive)")
 
 
 def _copy(jars, tmp_path: Path) -> servers.Server:

@@ -234,7 +234,8 @@ def test_describe_and_machine_make_the_subtitle(suite_runs):
 
 
 def test_a_sweep_of_one_point_still_draws():
-    chart = charts.sweep(frame(make_run("spring-tomcat", 1, connections=64), make_run("spring-jetty", 1, connections=64)))
+    chart = charts.sweep(frame(make_run("spring-tomcat", 1, connections=64),
+                               make_run("spring-jetty", 1, connections=64)))
     x = layers(chart.to_dict())[0]["encoding"]["x"]
     assert x["scale"] == {"type": "log", "base": 2} and x["axis"]["values"] == [64]
     rendered(chart)
@@ -265,7 +266,8 @@ def test_spectrum_draws_merged_lines_bands_and_faint_runs(tmp_path):
     data = pd.DataFrame(next(iter(spec["datasets"].values())))
     merged = data[data["kind"] == "merged"]
     assert sorted(merged["percentile"].unique()) == [50, 90, 99, 99.9, 99.99, 100]
-    assert set(merged["server"]) == set(SERVERS) and set(data.loc[data["kind"] == "run", "id"]) == {r.id for r in records}
+    assert set(merged["server"]) == set(SERVERS)
+    assert set(data.loc[data["kind"] == "run", "id"]) == {r.id for r in records}
     rendered(chart)
     alone = charts.spectrum(suite.latency()).to_dict()
     assert len(layers(alone)) == 2

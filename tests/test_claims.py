@@ -1,4 +1,5 @@
-"""Each verdict rule of benchlab.analysis.claims on constructed suites, and the claims table against the published figures."""
+"""Each verdict rule of benchlab.analysis.claims on constructed suites, and the claims table against the
+published figures."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def runs(server: str, rps: list[float], *, p99: list[float] | None = None, conne
         params = {"server": server, "scenario": scenario, "load": "duration", "driver": "wrk",
                   "connections": connections, "threads": 1, "load_cores": 1, "repeat": i + 1, "warmup": warmup,
                   "server_cpus": [0], "load_cpus": [1]}
-        measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests, "lat_mean": connections / value,
+        measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests,
+                    "lat_mean": connections / value,
                     "errors_connect": 0, "errors_read": 0, "errors_write": 0, "errors_status": 0, "errors_timeout": 0,
                     "load_cpu_mean": 50.0, "warm": True}
         measured.update({k: (v[i] if isinstance(v, list) else v) for k, v in metrics.items()})
@@ -45,7 +47,8 @@ TOMCAT = [100.0, 101.0, 99.0, 100.5, 99.5]
 
 
 def test_the_verdict_words_are_the_schemas():
-    assert (claims.HOLDS, claims.DIFFERS, claims.REVERSED, claims.INCONCLUSIVE, claims.NOT_TESTABLE) == tuple(CLAIM_VERDICTS)
+    words = (claims.HOLDS, claims.DIFFERS, claims.REVERSED, claims.INCONCLUSIVE, claims.NOT_TESTABLE)
+    assert words == tuple(CLAIM_VERDICTS)
 
 
 def test_holds_when_significant_in_the_published_direction_and_the_ratio_is_inside():
@@ -57,7 +60,8 @@ def test_holds_when_significant_in_the_published_direction_and_the_ratio_is_insi
 
 
 def test_a_fixed_warm_up_is_named_as_not_judged_steady():
-    out = judged(runs("spring-tomcat", TOMCAT, warmup=15.0) + runs("spring-undertow", [147.0] * 4 + [148.0], warmup=15.0))
+    out = judged(runs("spring-tomcat", TOMCAT, warmup=15.0)
+                 + runs("spring-undertow", [147.0] * 4 + [148.0], warmup=15.0))
     assert out.iloc[0]["why"].endswith("(after a fixed 15.0 s warm-up, not judged steady).")
     steady = judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0] * 4 + [148.0]))
     assert "not judged steady" not in steady.iloc[0]["why"]
@@ -139,7 +143,8 @@ def test_an_ordering_holds_reverses_or_is_inconclusive_by_its_adjacent_pairs():
         "spring-jetty", [100.0, 200.0, 150.0, 120.0, 190.0])
     assert judged(jetty_noisy, order).iloc[0]["verdict"] == "inconclusive"
     # p99: lower first; a lower p99 on Tomcat than on Undertow holds
-    p99 = claim(order="spring-tomcat<spring-undertow", metric="p99", server=math.nan, baseline=math.nan, published=math.nan)
+    p99 = claim(order="spring-tomcat<spring-undertow", metric="p99", server=math.nan, baseline=math.nan,
+                published=math.nan)
     rows = runs("spring-tomcat", TOMCAT, p99=[0.010, 0.011, 0.0105, 0.0102, 0.0108]) + runs(
         "spring-undertow", TOMCAT, p99=[0.030, 0.031, 0.0305, 0.0302, 0.0308])
     assert judged(rows, p99).iloc[0]["verdict"] == "holds"
@@ -158,5 +163,6 @@ def test_the_claims_table_matches_the_published_figures():
         if isinstance(row["order"], str):
             assert "<".join(means.sort_values().index) == row["order"], row["claim"]
         else:
-            assert means[row["server"]] / means[row["baseline"]] == pytest.approx(row["published"], abs=0.006), row["claim"]
+            ratio = means[row["server"]] / means[row["baseline"]]
+            assert ratio == pytest.approx(row["published"], abs=0.006), row["claim"]
         assert row["verdict"] if "verdict" in row else True

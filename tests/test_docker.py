@@ -150,7 +150,8 @@ def test_parse_stats_without_a_previous_sample_has_no_cpu():
     assert cpu is None and rss == 60
 
 
-@pytest.mark.parametrize("text, size", [("512m", 512 * 2**20), ("2g", 2 * 2**30), ("10240k", 10 * 2**20), (2**30, 2**30)])
+@pytest.mark.parametrize("text, size", [("512m", 512 * 2**20), ("2g", 2 * 2**30), ("10240k", 10 * 2**20),
+                                        (2**30, 2**30)])
 def test_parse_memory(text, size):
     assert containers.parse_memory(text) == size
 
@@ -344,8 +345,8 @@ def test_stale_container_of_a_killed_process_is_removed_at_start(docker_host, cl
         "print(box.id, flush=True)\n"
         "time.sleep(600)\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", script, docker_host, wrk.tag, suffix], stdout=subprocess.PIPE, text=True,
-                             cwd=ROOT)
+    child = subprocess.Popen([sys.executable, "-c", script, docker_host, wrk.tag, suffix], stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
     try:
         stale_id = child.stdout.readline().strip()
     finally:

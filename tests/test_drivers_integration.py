@@ -94,8 +94,8 @@ def test_jmeter_generated_plan_records_its_own_cpu(jetty, tmp_path):
 
 
 def test_jmeter_post(jetty, tmp_path):
-    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", warmup="1s", users=2, loops=50, driver="jmeter",
-                       results_dir=tmp_path)
+    run = benchlab.run(attached(jetty), SCENARIOS["echo"], load="count", warmup="1s", users=2, loops=50,
+                       driver="jmeter", results_dir=tmp_path)
     assert_real(run, "jmeter")
     assert run.metrics["requests"] == 100
 

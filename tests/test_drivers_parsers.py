@@ -21,7 +21,8 @@ def text(name: str) -> str:
 
 
 def assert_sane(metrics: dict) -> None:
-    assert set(METRICS) - {"note", "sent_rps"} <= set(metrics)  # a note where a tool has something to say; sent_rps from an open loop
+    # a note where a tool has something to say; sent_rps from an open loop
+    assert set(METRICS) - {"note", "sent_rps"} <= set(metrics)
     assert metrics["requests"] > 0 and metrics["rps"] > 0 and metrics["elapsed_s"] > 0
     values = [metrics["lat_min"], *(metrics[p] for p in PERCENTILES), metrics["lat_max"]]
     assert values == sorted(values), values

@@ -189,9 +189,9 @@ def test_the_verdicts_pair_each_variant_with_its_own_server():
 def test_the_interaction_chart_draws_one_line_per_server_over_the_setting():
     import vl_convert
 
-    runs = _runs([(s, vt, scenario, r) for s, vt, r in [("spring-tomcat", False, 1000), ("spring-tomcat+vt", True, 3000),
-                                                        ("spring-jetty", False, 900), ("spring-jetty+vt", True, 800)]
-                  for scenario in ("sleep:50", "hello")])
+    servers = [("spring-tomcat", False, 1000), ("spring-tomcat+vt", True, 3000),
+               ("spring-jetty", False, 900), ("spring-jetty+vt", True, 800)]
+    runs = _runs([(s, vt, scenario, r) for s, vt, r in servers for scenario in ("sleep:50", "hello")])
     spec = charts.interaction(runs, "virtual_threads").to_dict()
     line = spec["spec"]["layer"][0]
     assert line["mark"]["type"] == "line"
@@ -251,7 +251,8 @@ def test_aot_starts_from_a_cache_trained_with_requests_and_a_cache_it_cannot_use
     assert run.metadata["launch"]["launch"] == "aot" and f"-XX:AOTCache={cache}" in argv and "-XX:AOTMode=on" in argv
     assert not any(a.startswith("-XX:SharedArchiveFile=") for a in argv), "the AOT cache replaces the CDS archive"
     training = (Path(cache).parent / "training.log").read_text()
-    assert "$ wrk /hello" in training and "Requests/sec" in training, "trained with real requests, not the refresh alone"
+    assert "$ wrk /hello" in training and "Requests/sec" in training, \
+        "trained with real requests, not the refresh alone"
     assert run.to_frame()["aot"].tolist() == [True]
     # AOTMode=on is the proof: a cache the JVM cannot map stops the start instead of being ignored.
     bogus = tmp_path / "bogus.aot"

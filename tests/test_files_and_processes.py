@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
 def test_a_written_file_has_the_mode_the_umask_gives(tmp_path, umask, mode):
-    code = (f"import os; os.umask({umask:#o}); from pathlib import Path; from benchlab.store.files import write_atomic; "
+    code = (f"import os; os.umask({umask:#o}); from pathlib import Path; "
+            "from benchlab.store.files import write_atomic; "
             f"write_atomic(Path({str(tmp_path / 'run.json')!r}), '{{}}')")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
     assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == mode
@@ -45,7 +46,8 @@ def test_the_folder_is_synced_after_the_rename(tmp_path, monkeypatch):
 
 def test_the_child_gets_its_parent_death_signal_without_loading_anything():
     assert "CDLL" not in inspect.getsource(process._die_with_parent), "libc is loaded at import, not in the child"
-    read = "import ctypes, ctypes.util; s = ctypes.c_int(); ctypes.CDLL('libc.so.6').prctl(2, ctypes.byref(s)); print(s.value)"
+    read = ("import ctypes, ctypes.util; s = ctypes.c_int(); ctypes.CDLL('libc.so.6').prctl(2, ctypes.byref(s)); "
+            "print(s.value)")
     done = process.run([sys.executable, "-c", read], timeout=30)
     assert done.stdout.strip() == "9"  # SIGKILL when benchlab dies
 

@@ -29,7 +29,8 @@ def _hold(code: str) -> subprocess.Popen:
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
-    child = _hold(f"from pathlib import Path; from benchlab.store import locks; w = locks.ResultsWriter(Path({str(tmp_path)!r})); "
+    child = _hold("from pathlib import Path; from benchlab.store import locks; "
+                  f"w = locks.ResultsWriter(Path({str(tmp_path)!r})); "
                   "print('held', flush=True); import time; time.sleep(30)")
     try:
         with pytest.raises(UsageError) as info:
@@ -95,8 +96,8 @@ FIRST = textwrap.dedent("""
     def on_run(run):
         Path({marker!r}).write_text(run.status)
         time.sleep(3)  # the comparison still holds results_dir while the second writer tries
-    benchlab.compare([server], scenarios=["/"], repeats=2, load="count", users=[2], loops=[20], driver="h2load", duration="1s",
-                     warmup=0, results_dir={results!r}, progress=False, on_run=on_run)
+    benchlab.compare([server], scenarios=["/"], repeats=2, load="count", users=[2], loops=[20], driver="h2load",
+                     duration="1s", warmup=0, results_dir={results!r}, progress=False, on_run=on_run)
 """)
 
 

@@ -275,10 +275,12 @@ reports:
     assert errors(tmp_path / "first.ipynb") == [] and errors(tmp_path / "third.ipynb") == []
     # An entry with a bad option is refused before any kernel starts, and no entry runs.
     bad = tmp_path / "bad.yaml"
-    bad.write_text(good.replace(f"  - notebook: {NOTEBOOKS / 'sweep.ipynb'}", f"""  - notebook: {NOTEBOOKS / 'compare.ipynb'}
+    sweep = f"  - notebook: {NOTEBOOKS / 'sweep.ipynb'}"
+    bad_first = f"""  - notebook: {NOTEBOOKS / 'compare.ipynb'}
     parameters: {{run: true, servers: [nosuch-server]}}
     output: {tmp_path / "second.ipynb"}
-  - notebook: {NOTEBOOKS / 'sweep.ipynb'}""").replace("first.ipynb", "again.ipynb"))
+"""
+    bad.write_text(good.replace(sweep, bad_first + sweep).replace("first.ipynb", "again.ipynb"))
     done = subprocess.run([sys.executable, "-m", "benchlab", "batch", str(bad)], capture_output=True, text=True,
                           timeout=600, cwd=ROOT)
     assert done.returncode == 2 and "report 2" in done.stderr and "unknown server 'nosuch-server'" in done.stderr
@@ -312,8 +314,9 @@ def test_factors_notebook_shows_what_each_variant_ran_with_the_interaction_and_t
     assert sorted({(r["params"]["server"], r["params"]["scenario"]) for r in runs}) == [
         ("spring-tomcat+vt@java25", "hello"), ("spring-tomcat+vt@java25", "sleep:50"),
         ("spring-tomcat@java25", "hello"), ("spring-tomcat@java25", "sleep:50")]
-    assert all(r["metadata"]["settings"][0] == {"setting": "java", "asked": 25, "got": r["metadata"]["server"]["java_version"],
-                                                "status": "ok"} for r in runs)
+    assert all(r["metadata"]["settings"][0] == {"setting": "java", "asked": 25,
+                                                "got": r["metadata"]["server"]["java_version"], "status": "ok"}
+               for r in runs)
     spec = charts_in(done.ipynb)[0]
     assert spec["title"]["text"] == "rps by virtual_threads: one line per server"
     assert {(d["base"], d["setting"]) for d in list(spec["datasets"].values())[0]} == {

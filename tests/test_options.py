@@ -37,8 +37,8 @@ def test_prepare_checks_every_per_run_option():
     per_run = {o.name for o in spec.options("run")} - {"results_dir", "label"}
     assert set(inspect.signature(spec.prepare).parameters) == per_run
     compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
-    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "precision", "max_repeats", "rates", "order", "seed",
-                            "restart", "baseline", "factors", "progress"}
+    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "precision", "max_repeats", "rates",
+                            "order", "seed", "restart", "baseline", "factors", "progress"}
 
 
 def test_the_notebook_takes_every_compare_option():
@@ -86,7 +86,8 @@ def test_options_once_refused_deep_down_now_work_from_compare(tmp_path):
     from benchlab.running.matrix import matrix
 
     jmx = tmp_path / "mine.jmx"
-    jmx.write_text('<?xml version="1.0"?><jmeterTestPlan version="1.2"><hashTree><ThreadGroup testclass="ThreadGroup"/></hashTree></jmeterTestPlan>')
+    jmx.write_text('<?xml version="1.0"?><jmeterTestPlan version="1.2">'
+                   '<hashTree><ThreadGroup testclass="ThreadGroup"/></hashTree></jmeterTestPlan>')
     runs = matrix(["spring-tomcat", "spring-jetty"], ["hello"], repeats=1, load="count", users=[2], loops=[3],
                   options={"driver": "jmeter", "plan": str(jmx), "ramp_up": "2s", "port": 18765})
     assert {spec_.load.plan for _, spec_ in runs} == {str(jmx)}

@@ -17,8 +17,9 @@ NASTY = "x<!--<script>&</script>\u2028\u2029"
 def _notebook(name: str):
     import nbformat
 
-    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": [{"server": name, "rps": 1}]},
-            "mark": "bar", "encoding": {"x": {"field": "server", "type": "nominal"}, "y": {"field": "rps", "type": "quantitative"}},
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "data": {"values": [{"server": name, "rps": 1}]}, "mark": "bar",
+            "encoding": {"x": {"field": "server", "type": "nominal"}, "y": {"field": "rps", "type": "quantitative"}},
             "title": name}
     cell = nbformat.v4.new_code_cell("chart", outputs=[nbformat.v4.new_output(
         "display_data", data={"application/vnd.vegalite.v5+json": spec, "text/plain": "<chart>"})])

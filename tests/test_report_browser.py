@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def rendered(stored_runs, tmp_path_factory) -> report.Report:
+def rendered(stored_runs, tmp_path_factory) -> report.Report:  # noqa: F811 - stored_runs: the fixture imported above
     out = tmp_path_factory.mktemp("report") / "compare.ipynb"
     return report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(stored_runs)},
                           output=out)
@@ -118,7 +118,7 @@ def _ink(page, png: bytes) -> float:
         return ink / (pixels.length / 4); }""", base64.b64encode(png).decode())
 
 
-def test_the_top_of_the_report_reads_as_a_report(rendered, stored_runs, browser, tmp_path):
+def test_the_top_of_the_report_reads_as_a_report(rendered, stored_runs, browser, tmp_path):  # noqa: F811 - stored_runs: the fixture imported above
     """What a reader sees first: what was measured, then the verdict sentences; code hidden until asked for."""
     import re
     import struct
@@ -178,7 +178,8 @@ def test_static_charts_fit_in_their_image(rendered, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     for svg in svgs:
         page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
-        overflow = page.evaluate("""() => { const svg = document.querySelector("svg"); const width = svg.width.baseVal.value;
+        overflow = page.evaluate("""() => { const svg = document.querySelector("svg");
+            const width = svg.width.baseVal.value;
             return [...svg.querySelectorAll("text")].filter(t => t.getBoundingClientRect().right > width)
                 .map(t => t.textContent); }""")
         assert overflow == []

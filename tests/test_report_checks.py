@@ -57,7 +57,8 @@ def test_a_report_that_fails_says_so_in_one_line_without_the_kernels_tcp_warning
     notebook = tmp_path / "tiny.ipynb"
     parameters = nbformat.v4.new_code_cell("x: int = 1")
     parameters.metadata["tags"] = ["parameters"]
-    tiny = nbformat.v4.new_notebook(cells=[parameters, nbformat.v4.new_code_cell("raise ValueError('the cell failed')")])
+    failing = nbformat.v4.new_code_cell("raise ValueError('the cell failed')")
+    tiny = nbformat.v4.new_notebook(cells=[parameters, failing])
     tiny.metadata.update(kernelspec={"name": "python3", "display_name": "Python 3", "language": "python"},
                          language_info={"name": "python"})
     nbformat.write(tiny, str(notebook))

@@ -19,8 +19,6 @@ import pytest
 
 from benchlab.running import backends, servers
 
-from .test_cds import jdk25  # noqa: F401 - the fixture that finds Temurin 25
-
 pytestmark = pytest.mark.integration
 
 JAVA17 = "java"

@@ -340,14 +340,14 @@ def test_cell_keys_by_dtype_equal_key_value_by_value():
 
     from benchlab.analysis import cells
 
-    runs = frame([dict(server="a", connections=c, rate=r, users=u, cds=d, label=l, scenario=s)
-                  for c, r, u, d, l, s in [(10, None, 1, True, None, "hello"), (100, 5.5, 2, False, "x", None),
-                                           (None, 5.5, 2, True, "x", "sleep")]])
+    runs = frame([dict(server="a", connections=c, rate=r, users=u, cds=d, label=label, scenario=s)
+                  for c, r, u, d, label, s in [(10, None, 1, True, None, "hello"), (100, 5.5, 2, False, "x", None),
+                                               (None, 5.5, 2, True, "x", "sleep")]])
     odd = pd.DataFrame({"scenario": [["a", "b"], "x"], "connections": np.array([1, 2], dtype="uint8"),
                         "rate": pd.Series([1, 2], dtype="Int64"), "users": [1.5, 2.0], "cds": [True, False]})
-    for runs in (runs, runs.iloc[:1], runs.iloc[:0], odd):
-        keys, filled = cells._filled(runs)
-        pd.testing.assert_frame_equal(filled, runs.assign(**{c: runs[c].astype(object).map(cells.key) for c in keys}),
+    for table in (runs, runs.iloc[:1], runs.iloc[:0], odd):
+        keys, filled = cells._filled(table)
+        pd.testing.assert_frame_equal(filled, table.assign(**{c: table[c].astype(object).map(cells.key) for c in keys}),
                                       check_exact=True)
 
 

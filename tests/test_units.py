@@ -237,7 +237,8 @@ def test_each_run_records_the_accept_queue_and_somaxconn():
 
     assert metadata.collect_accept_queue({"server": "tomcat"}) == {
         "setting": "server.tomcat.accept-count", "value": 100, "source": "default"}
-    assert metadata.collect_accept_queue({"server": "tomcat"}, ["-Dserver.tomcat.accept-count=2000"])["source"] == "jvm_opts"
+    given = metadata.collect_accept_queue({"server": "tomcat"}, ["-Dserver.tomcat.accept-count=2000"])
+    assert given["source"] == "jvm_opts"
     assert metadata.collect_accept_queue({"server": "undertow", "accept_queue": 64}) == {
         "setting": "Undertow socket option BACKLOG", "value": 64, "source": "/info"}
     assert metadata.collect_accept_queue({"server": "custom"}) == {}

@@ -77,8 +77,8 @@ def test_wrk_with_a_server_benchlab_starts_from_its_cds_archive(jars, tmp_path, 
 
 
 def test_h2load_post(webflux, tmp_path):
-    run = benchlab.run(attached(webflux), SCENARIOS["echo"], load="count", driver="h2load", warmup="1s", users=8, loops=100,
-                       results_dir=tmp_path)
+    run = benchlab.run(attached(webflux), SCENARIOS["echo"], load="count", driver="h2load", warmup="1s", users=8,
+                       loops=100, results_dir=tmp_path)
     assert_real(run, "h2load")
     assert run.metrics["requests"] == 800
 

@@ -117,7 +117,8 @@ def forks(runs: pd.DataFrame) -> pd.DataFrame:
     keys = fork_keys(runs)
     if len(set(keys)) == len(keys):
         return runs.assign(windows=1)
-    numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
+    numeric = [c for c in runs.columns
+               if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
                and c not in (*CELL, *SETUP, "repeat", "iteration")]
     grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
     first = grouped.nth(0).set_index("_fork")

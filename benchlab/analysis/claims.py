@@ -91,7 +91,8 @@ def _describe(claim) -> dict:
     if _given(claim.get("users")):
         load = f"{int(claim['users'])} users x {int(claim['loops'])} loops"
     else:
-        load = f"{int(claim['connections'])} connections, {claim.get('threads', '?'):g} threads, {claim.get('duration_s', '?'):g} s"
+        load = (f"{int(claim['connections'])} connections, {claim.get('threads', '?'):g} threads, "
+                f"{claim.get('duration_s', '?'):g} s")
     if _given(claim.get("order")):
         text = f"{claim['metric']}: {' < '.join(_servers(claim))}"
     else:
@@ -120,7 +121,11 @@ def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
 
 def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = ""):
     """(reason, sentence) when these runs cannot judge the claim, else None."""
-    missing = [s for s in _servers(claim) if not (cells.ok(here)["server"] == s).any()] if len(here) else _servers(claim)
+    if len(here):
+        finished = set(cells.ok(here)["server"])
+        missing = [s for s in _servers(claim) if s not in finished]
+    else:
+        missing = _servers(claim)
     if missing:
         ran = f" (the runs here are at {elsewhere})" if elsewhere else ""
         return "not run", f"no finished run of {', '.join(missing)} at {where}{ran}, so there is nothing to judge"
@@ -192,7 +197,7 @@ def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
 def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
     servers = _servers(claim)
     means = {s: float(cells.finite(v).mean()) for s, v in values.items()}
-    ours = "<".join(sorted(servers, key=means.get))
+    ours = "<".join(sorted(servers, key=means.__getitem__))
     steps, words = [], []
     for low_server, high_server in zip(servers, servers[1:]):
         pair = _pair(values[high_server], values[low_server], alpha)

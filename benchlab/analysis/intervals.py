@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -94,6 +95,7 @@ def _splits(na: int, nb: int):
     every split when there are at most EXACT_SPLITS, else MONTE_CARLO_SPLITS random ones from SEED."""
     n = na + nb
     step = max(1, min(1000, 1_000_000 // n))
+    chunks: Iterable[list[tuple[int, ...]] | np.ndarray]  # rows of the first sample's indices, one per split
     if math.comb(n, na) <= EXACT_SPLITS:
         every = itertools.combinations(range(n), na)
         chunks = iter(lambda: list(itertools.islice(every, step)), [])
@@ -168,7 +170,8 @@ def test_name(a: np.ndarray, b: np.ndarray, alpha: float) -> str:
     return "Mann-Whitney normal" if name == "Mann-Whitney" and normal_applies(a, b) else name
 
 
-test_name.__test__ = False  # a statistics function, not a pytest test
+# a statistics function, not a pytest test; mypy knows no attributes of a function, pytest reads this one
+test_name.__test__ = False  # type: ignore[attr-defined]
 
 
 def p_value(a: np.ndarray, b: np.ndarray, alpha: float):

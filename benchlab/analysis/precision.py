@@ -44,7 +44,7 @@ def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
     worst = 0.0
     for servers in _cells(records).values():
         base = servers.get(baseline, [])
-        others = [values for name, values in servers.items() if name != baseline] or [None]
+        others: list[list[float] | None] = [values for name, values in servers.items() if name != baseline] or [None]
         for values in others:
             if values is None:
                 low, high, _ = stats.mean_ci(base, alpha=alpha)
@@ -75,12 +75,12 @@ def costs(records) -> tuple[float, float]:
     window is a run that is not its fork's first (its start to its end); a fork is its first run's span
     less one window, so its start, verify and warm-up. Falls back on warmup_s and the measured time."""
     ok = [r for r in records if r.status == "ok"]
-    later = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
-    later = [s for s in later if s is not None and s > 0]
+    later_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
+    later = [s for s in later_spans if s is not None and s > 0]
     window = (sum(later) / len(later) if later else
               sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
-    firsts = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
-    firsts = [s - window for s in firsts if s is not None]
+    first_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
+    firsts = [s - window for s in first_spans if s is not None]
     if not firsts:
         firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("iteration") or 1) == 1]
     fork = sum(firsts) / len(firsts) if firsts else 0.0

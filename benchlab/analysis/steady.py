@@ -17,6 +17,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLOOR = 0.02
 MIN_INTERVALS = 8  # four per half: fewer and the halves say nothing
@@ -114,8 +118,8 @@ BUSY_CPU = 50.0   # % of a core: a load tool this busy is sending
 
 def idle(samples: Iterable[Sequence]) -> float | None:
     """The longest time (s) the server sat below :data:`IDLE_CPU` while the load tool was above
-    :data:`BUSY_CPU` with its read bytes still growing: a server that stalls (seen here: Undertow near 0% while wrk spun at 96%, its
-    throughput falling from 28k to 5k req/s). None without both roles' CPU samples.
+    :data:`BUSY_CPU` with its read bytes still growing: a server that stalls (seen here: Undertow near 0%
+    while wrk spun at 96%, its throughput falling from 28k to 5k req/s). None without both roles' CPU samples.
 
     >>> rows = [(t / 4, "server", 0.0 if 4 <= t < 16 else 95.0, 1, 0) for t in range(20)]
     >>> rows += [(t / 4, "load", 96.0, 1, 1000 * t) for t in range(20)]

@@ -124,7 +124,10 @@ class Suite:
         return tails.into_summary(summary, self.histograms, self.runs, baseline or self.baseline, alpha=alpha)
 
     def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
-        """Each cell's merged latency percentiles with run bootstrap intervals; see :func:`benchlab.analysis.tails.latency`."""
+        """Each cell's merged latency percentiles with run bootstrap intervals.
+
+        See :func:`benchlab.analysis.tails.latency`.
+        """
         from . import tails
 
         return tails.latency(self.histograms, self.runs, percentiles=percentiles, alpha=alpha)

@@ -155,7 +155,7 @@ def latency(histograms, runs: pd.DataFrame, *, percentiles=SPECTRUM, alpha: floa
 
 def _cells(histograms, runs: pd.DataFrame, percentiles, resamples: int) -> list[dict]:
     """One entry per cell and server whose runs have histograms: keys, server, merged values and draws."""
-    found = []
+    found: list[dict] = []
     keys, groups = cells.group(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)

@@ -12,12 +12,13 @@ it reads the runs frame and the runs' metadata, nothing else.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..store.results import Run, Suite
+    from ..analysis.suite import Suite
+    from ..store.results import Run
 
 __all__ = ["Header", "measured"]
 
@@ -74,32 +75,53 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     stack    Spring Boot 3.5.7, Java 17.0.15
     load     hello, wrk, 64 connections, 1 load thread, 2 s measured per run
     cores    server on core 0, load on core 1 (local processes)
-    warm-up  fixed 1 s, not judged steady: on one core a JVM can take minutes to warm, so use warmup auto for figures to quote
+    warm-up  fixed 1 s, not judged steady: on one core a JVM can take minutes to warm,
+             so use warmup auto for figures to quote
     repeats  1 per server and setup; 1 run, all finished
     machine  Xeon, 2 cores
     """
     from ..store.results import frame, span
-    from .charts.frames import load_point, machine, most_repeats
+    from .charts.frames import machine
     from .terminal import wall_text, warmup_line
 
-    records = tuple(getattr(runs, "records", runs))
+    records = tuple(runs.records if hasattr(runs, "records") else runs)
     table = frame(records)
     ok = table[table["status"] == "ok"]
     rows: list[tuple[str, str]] = [("report", what)] if what else []
+    rows += _server_rows(ok, records)
+    rows.append(("load", _load(ok)))
+    rows.append(("cores", _placement(ok)))
+    rows.append(("warm-up", warmup_line(table).removeprefix("warm-up: ")))
+    rows.append(("repeats", _repeats(table, ok)))
+    took = span(records)
+    if took is not None:
+        rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
+    metadata: Mapping = next((r.metadata for r in records if r.status == "ok"), {})
+    rows.append(("machine", machine(metadata)))
+    return Header(rows=tuple(rows))
 
+
+def _server_rows(ok, records: tuple[Run, ...]) -> list[tuple[str, str]]:
+    """The servers with their versions, then the stack (Spring Boot and Java) where the runs say it."""
     servers, boot, java = [], [], []
     for server in dict.fromkeys(ok["server"]):
-        meta = next((r.metadata.get("server", {}) for r in records
+        meta: Mapping = next((r.metadata.get("server", {}) for r in records
                      if r.status == "ok" and r.params.get("server") == server), {})
         version = " ".join(filter(None, (meta.get("server"), meta.get("server_version")))) or "version unknown"
         servers.append(f"{server} ({version})")
         boot.append(meta.get("spring_boot_version"))
         java.append(" ".join(filter(None, (meta.get("java_version"), meta.get("java_vendor") and
                                            f"({meta['java_vendor']})"))))
-    rows.append(("servers", ", ".join(servers) or "no finished run"))
+    rows = [("servers", ", ".join(servers) or "no finished run")]
     stack = [f"Spring Boot {_joined(boot)}" if _joined(boot) else "", f"Java {_joined(java)}" if _joined(java) else ""]
     if any(stack):
         rows.append(("stack", ", ".join(filter(None, stack))))
+    return rows
+
+
+def _load(ok) -> str:
+    """The scenario, the load tool, the load point, its threads and the measured seconds of a run."""
+    from .charts.frames import load_point
 
     points = _joined(load_point(r) for r in ok.to_dict("records"))
     threads = _joined(int(t) for t in ok["threads"].dropna()) if "threads" in ok else ""
@@ -109,26 +131,30 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     durations = _joined(f"{float(d):g}" for d in ok["duration"].dropna())
     if durations:
         load.append(f"{durations} s measured per run")
-    rows.append(("load", ", ".join(filter(None, load))))
+    return ", ".join(filter(None, load))
 
+
+def _placement(ok) -> str:
+    """The server's cores and the load tool's, and the backend that placed them."""
     server_cores = _joined(_cores(c) for c in ok["server_cpus"])
     load_cores = _joined(_cores(c) for c in ok["load_cpus"])
-    plural = lambda text: "s" if "," in text else ""  # noqa: E731
-    rows.append(("cores", f"server on core{plural(server_cores)} {server_cores or '-'}, load on "
-                          f"core{plural(load_cores)} {load_cores or '-'} ({_joined(ok['backend'])} processes)"
-                 if _joined(ok["backend"]) == "local" else
-                 f"server on core{plural(server_cores)} {server_cores or '-'}, load on core{plural(load_cores)} "
-                 f"{load_cores or '-'} (backend {_joined(ok['backend'])})"))
-    rows.append(("warm-up", warmup_line(table).removeprefix("warm-up: ")))
+    backend = _joined(ok["backend"])
+    where = f"{backend} processes" if backend == "local" else f"backend {backend}"
+    return (f"server on core{_plural(server_cores)} {server_cores or '-'}, "
+            f"load on core{_plural(load_cores)} {load_cores or '-'} ({where})")
+
+
+def _plural(cores: str) -> str:
+    return "s" if "," in cores else ""
+
+
+def _repeats(table, ok) -> str:
+    """The repeats of each cell, the windows of each fork, and how many runs finished."""
+    from .charts.frames import most_repeats
+
     failed = int((table["status"] != "ok").sum())
-    repeats = most_repeats(table)
     windows = int(ok["iteration"].max()) if "iteration" in ok and ok["iteration"].notna().any() else 1
     each = f", each a fork of {windows} measured windows" if windows > 1 else ""
-    rows.append(("repeats", f"{repeats} per server and setup{each}; {len(table)} run{'s' if len(table) != 1 else ''}, "
-                            + (f"{failed} failed (left out of every figure)" if failed else "all finished")))
-    took = span(records)
-    if took is not None:
-        rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
-    metadata = next((r.metadata for r in records if r.status == "ok"), {})
-    rows.append(("machine", machine(metadata)))
-    return Header(rows=tuple(rows))
+    runs = f"{len(table)} run{'s' if len(table) != 1 else ''}"
+    return (f"{most_repeats(table)} per server and setup{each}; {runs}, "
+            + (f"{failed} failed (left out of every figure)" if failed else "all finished"))

@@ -249,7 +249,7 @@ def require_results(results_dir: str | os.PathLike | None) -> list:
     if not results_dir:
         raise ResultsError("run=False re-renders stored results: set results_dir to a directory of runs, "
                            "e.g. -p results_dir data/results/compare-...")
-    return load_runs(results_dir)
+    return load_runs(Path(results_dir))
 
 
 def setup(namespace: Mapping[str, Any]) -> dict:

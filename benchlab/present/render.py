@@ -135,7 +135,8 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     page = Path(page) if page else ipynb.with_suffix(".html")
     nb = nbformat.read(str(ipynb), as_version=4)
     charts = _inline_charts(nb)
-    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script") if charts else ""
+    # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
+    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script") if charts else ""  # type: ignore[call-arg]
     exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"benchlab.html.j2": _TEMPLATE})],
                             template_file="benchlab.html.j2")
     body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})

@@ -106,8 +106,8 @@ def warmup_line(runs) -> str:
         unsteady = int((auto["warm"] == False).sum()) if "warm" in auto else 0  # noqa: E712 - a column of objects
         took = auto["warmup_s"].astype(float)
         text = f"auto in {len(auto)} runs ({took.min():.0f}-{took.max():.0f} s"
-        quiet = auto["jit_quiet_s"].dropna().astype(float) if "jit_quiet_s" in auto else []
-        if len(quiet):
+        if "jit_quiet_s" in auto and auto["jit_quiet_s"].notna().any():
+            quiet = auto["jit_quiet_s"].dropna().astype(float)
             text += f"; JIT quiet at {quiet.min():.0f}-{quiet.max():.0f} s"
         kinds = auto["warmup_class"].dropna().value_counts() if "warmup_class" in auto else {}
         if len(kinds):
@@ -142,9 +142,9 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(warmup_line(suite.runs))
         reached = getattr(suite, "precision", None)
         if reached:
+            outcome = "reached" if reached["reached"] else "NOT reached at max_repeats; the ratios are less precise"
             _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                  + ("(asked +/-{:.0%}: reached)".format(reached["asked"]) if reached["reached"] else
-                     "(asked +/-{:.0%}: NOT reached at max_repeats; the ratios are less precise)".format(reached["asked"])))
+                   f"(asked +/-{reached['asked']:.0%}: {outcome})")
         design = getattr(suite, "design", None)
         if design:
             _print(f"iterations=auto: {design['why']}")

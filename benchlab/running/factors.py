@@ -52,10 +52,10 @@ def parse(factors) -> dict[str, list]:
     if not isinstance(factors, dict):
         pairs = {}
         for text in factors:
-            name, equals, values = str(text).partition("=")
-            if not equals or not values:
+            name, equals, listed = str(text).partition("=")
+            if not equals or not listed:
                 raise UsageError(f"bad factor {text!r}: write name=value,value such as virtual_threads=false,true")
-            pairs[name.strip()] = values.split(",")
+            pairs[name.strip()] = listed.split(",")
         factors = pairs
     parsed = {}
     for name, values in factors.items():

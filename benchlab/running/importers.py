@@ -14,7 +14,7 @@ from ..store.results import Run, save
 
 
 def _params(server: str, scenario: str, driver: str, load: str, **values) -> dict:
-    params = {"server": server, "scenario": scenario, "driver": driver, "load": load, "backend": "imported",
+    params: dict = {"server": server, "scenario": scenario, "driver": driver, "load": load, "backend": "imported",
               "connections": None, "threads": None, "users": None, "loops": None, "rate": None,
               "duration": None, "warmup": None, "timeout": None, "server_cpus": None, "load_cpus": None,
               "load_cores": None, "memory": None, "jvm_opts": [], "repeat": 1}

@@ -65,7 +65,8 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
         raise BuildError(f"no servers/pom.xml under {root.parent}: set BENCHLAB_HOME to the benchlab checkout")
     stamp = root / _STAMP
     source = _source_hash(root)
-    if not force and stamp.exists() and stamp.read_text().strip() == source and all(p.exists() for p in jars().values()):
+    if (not force and stamp.exists() and stamp.read_text().strip() == source
+            and all(p.exists() for p in jars().values())):
         return {"built": False, "seconds": 0.0, "jars": jars()}
     mvn = process.require("mvn", "apt-get install maven (and a JDK 17: apt-get install openjdk-17-jdk-headless)")
     process.require("java", "apt-get install openjdk-17-jdk-headless")
@@ -189,20 +190,21 @@ def prepare_cds(server, java: str = "java") -> Cds:
     """
     if server.kind != "spring":
         raise UsageError(f"CDS applies to the built-in Spring servers, not to {server.name}")
-    jar = Path(server.jar)
+    jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java
     stat = jar.stat() if jar.exists() else None
     memo = (str(jar), stat and (stat.st_mtime_ns, stat.st_size), str(Path(java_path).resolve()))
-    if memo in _PREPARED and (_PREPARED[memo].archive is None or Path(_PREPARED[memo].archive).exists()):
-        return _PREPARED[memo]
+    cached = _PREPARED.get(memo)
+    if cached is not None and (cached.archive is None or Path(cached.archive).exists()):
+        return cached
     try:
         directory = _made_once(jar, java_path, "cds", _make_cds)
         prepared = Cds(jar=str(directory / jar.name), archive=str(directory / "app.jsa"))
     except (OSError, subprocess.SubprocessError, BenchlabError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        prepared = Cds(jar=str(jar), warning=f"no CDS archive for {server.name} with {java}, starting the plain "
-                                             f"jar: {reason}")
-        warnings.warn(prepared.warning, RuntimeWarning, stacklevel=2)
+        warning = f"no CDS archive for {server.name} with {java}, starting the plain jar: {reason}"
+        prepared = Cds(jar=str(jar), warning=warning)
+        warnings.warn(warning, RuntimeWarning, stacklevel=2)
     _PREPARED[memo] = prepared
     return prepared
 
@@ -256,15 +258,17 @@ def prepare_aot(server, java: str = "java") -> Cds:
 
     Example
     -------
-    >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"), "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")  # doctest: +SKIP
+    >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"),  # doctest: +SKIP
+    ...             "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
     """
     if server.kind != "spring":
         raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")
-    jar = Path(server.jar)
+    jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java
     stat = jar.stat()
     memo = ("aot", str(jar), stat.st_mtime_ns, stat.st_size, str(Path(java_path).resolve()))
-    if memo not in _PREPARED or not Path(_PREPARED[memo].archive).exists():  # hashing the jar each run cost more
+    cached = _PREPARED.get(memo)  # by the jar's mtime and size: hashing the jar each run cost more
+    if cached is None or cached.archive is None or not Path(cached.archive).exists():
         directory = _made_once(jar, java_path, "aot", _train_aot, salt=AOT_RECIPE)
         _PREPARED[memo] = Cds(jar=str(directory / jar.name), archive=str(directory / "app.aot"))
     return _PREPARED[memo]

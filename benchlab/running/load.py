@@ -45,9 +45,7 @@ def parse_duration(value: str | float | int, *, what: str = "duration") -> float
     return seconds
 
 
-def _positive_int(name: str, value, *, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
+def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError(f"{name} must be a whole number of 1 or more, not {value!r}")
     return value
@@ -90,8 +88,8 @@ class Load:
             object.__setattr__(self, name, parse_duration(getattr(self, name), what=name))
         if self.model == "count":
             users = _positive_int("users", self.users)
-            _positive_int("loops", self.loops)
-            if self.users * self.loops < 1:
+            loops = _positive_int("loops", self.loops)
+            if users * loops < 1:
                 raise UsageError("users x loops must be 1 or more requests")
             object.__setattr__(self, "connections", users)
         else:
@@ -121,25 +119,29 @@ class Load:
     @classmethod
     def constant_rate(cls, rate: float, duration: float | str = 30.0, **options) -> Load:
         """An open loop at ``rate`` requests per second."""
-        return cls(model="rate", rate=rate, duration=duration, **options)
+        return cls(model="rate", rate=rate, duration=parse_duration(duration), **options)
 
     @property
     def requests(self) -> int | None:
         """The planned request count of a ``count`` load, else None."""
-        return self.users * self.loops if self.model == "count" else None
+        if self.model != "count":
+            return None
+        assert self.users is not None and self.loops is not None  # a count load has both (__post_init__)
+        return self.users * self.loops
 
     @property
     def warmup_seconds(self) -> float:
         """The warm-up expected, for progress and ETA: a fixed warm-up, or for ``auto`` 200 s, about what a
         JVM on one core needs here before its compiler is quiet (140-320 s measured)."""
-        return 200.0 if self.warmup == AUTO else self.warmup
+        return 200.0 if self.warmup == AUTO else float(self.warmup)
 
     @property
     def planned_seconds(self) -> float:
         """How long the measured phase is expected to take, for progress and ETA."""
-        if self.model == "count":
+        requests = self.requests
+        if requests is not None:
             # A guess of 20k requests/s: only used for an ETA before the first run has finished.
-            return max(1.0, self.users * self.loops / 20000.0)
+            return max(1.0, requests / 20000.0)
         return self.duration
 
     def as_params(self) -> dict:

@@ -115,7 +115,7 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
             for setting in varied:
                 cells.append([prepare(s, scenario, load=load, **common, **point, **setting) for s in server_list])
     rng = random.Random(seed)
-    runs = []
+    runs: list[tuple[int, RunSpec]] = []
     for repeat in range(1, repeats + 1):
         block = [spec for cell in cells for spec in cell]
         if order == "shuffled":

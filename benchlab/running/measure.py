@@ -33,6 +33,8 @@ def now() -> str:
 def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tuple[int, dict, bytes]:
     """Send the scenario's request once; raise :class:`VerifyError` showing what came back if it is wrong."""
     parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:  # Server.from_url and the backends make none such
+        raise VerifyError(f"verify {url}: the url names no host; give http://HOST:PORT/PATH")
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     headers = {"Content-Type": scenario.content_type} if scenario.content_type else {}
     try:
@@ -145,41 +147,15 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite,
     jvm = None
     try:
         phase("start")
-        if instance is not None:
-            pass
-        elif spec.server.kind == "url":
-            instance = _Attached(spec.server)
-        else:
-            instance = backend.start(spec.server, spec.launch(first_id, log_path))
+        if instance is None:
+            instance = _start(spec, backend, first_id, log_path)
         servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
         phase("verify")
-        status, headers, body = verify(instance.url, spec.scenario)
-        info = _server_info(instance.url, spec.server)
-        checks = variants.check(spec.server.settings, info)
-        wrong = variants.mismatch(spec.server.name, checks)
-        if wrong:  # a failed run, recorded with what the server said it runs
-            error = ServerError(wrong)
-            error.metadata = {"server": info, "settings": checks}
-            raise error
-        meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java",
-                                driver=spec.driver)
-        meta.update(
-            server=info,
-            accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring"
-                          else {}),
-            settings=checks,
-            launch=_launch_metadata(spec),
-            verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
-            shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
-            latency_corrected=driver.corrected,
-        )
+        meta = _verified(spec, instance, driver)
         runner = backend.load_runner()  # docker may run the load tool in its own container
         phase("warmup")
         jvm = instance.counters() if hasattr(instance, "counters") else None  # None: not a JVM
-        warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=first_dir,
-                         runner=runner, perfdata=jvm)
-        if not instance.alive():
-            raise ServerError(f"{spec.server.name} died during the warm-up")
+        warmed = _warm(spec, instance, runner, jvm, first_dir)
         meta["jvm"] = ({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
                        if jvm is not None else None)
         for iteration, (run_dir, run_id) in enumerate(windows, start=1):
@@ -191,17 +167,9 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite,
                 raise _died(spec, instance, log_path)
             measured.update(startup_ms=instance.startup_ms, warmup_s=warmed["seconds"], warm=warmed["steady"],
                             warmup_class=warmed.get("class"), jit_quiet_s=warmed.get("jit_quiet_s"))
-            window_meta = {
-                **meta,
-                "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
-                            "argv": instance.metadata.get("argv")},
-                "cores": on_cores,  # what else was busy on the run's cores while it measured (benchlab.store.locks)
-                # the fork's warm-up; its curve is kept once, in the fork's first window
-                "warmup": warmed if iteration == 1 else {k: v for k, v in warmed.items() if k != "slices"},
-                "server_alive_after_load": True,
-            }
             record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration, "fork": name},
-                         metrics=measured, metadata=window_meta, samples=tuple(samples), counters=tuple(counters),
+                         metrics=measured, samples=tuple(samples), counters=tuple(counters),
+                         metadata=_window_metadata(meta, backend, instance, warmed, on_cores, first=iteration == 1),
                          suite=suite, label=label, key=key or spec.cell_key(), started_at=window_started,
                          finished_at=now(), files=_files(run_dir), directory=str(run_dir))
             save(record, run_dir)
@@ -213,6 +181,60 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite,
             phase("stop")
             instance.stop()
     return records
+
+
+def _start(spec: RunSpec, backend, run_id: str, log_path: Path):
+    """The fork's server: attached to when it is a URL benchlab does not own, else started by the backend."""
+    if spec.server.kind == "url":
+        return _Attached(spec.server)
+    return backend.start(spec.server, spec.launch(run_id, log_path))
+
+
+def _verified(spec: RunSpec, instance, driver) -> dict:
+    """Verify the server's answer and its settings; return the fork's metadata, shared by all its windows.
+
+    A server that runs other settings than the spec asks for fails the run, recorded with what it said it runs.
+    """
+    status, headers, body = verify(instance.url, spec.scenario)
+    info = _server_info(instance.url, spec.server)
+    checks = variants.check(spec.server.settings, info)
+    wrong = variants.mismatch(spec.server.name, checks)
+    if wrong:
+        raise ServerError(wrong, metadata={"server": info, "settings": checks})
+    meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java", driver=spec.driver)
+    meta.update(
+        server=info,
+        accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring"
+                      else {}),
+        settings=checks,
+        launch=_launch_metadata(spec),
+        verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
+        shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
+        latency_corrected=driver.corrected,
+    )
+    return meta
+
+
+def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
+    """Warm the server up once for the whole fork; a server that died meanwhile fails the run."""
+    warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
+                     runner=runner, perfdata=jvm)
+    if not instance.alive():
+        raise ServerError(f"{spec.server.name} died during the warm-up")
+    return warmed
+
+
+def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict, *, first: bool) -> dict:
+    """One window's metadata: the fork's, the backend's and the instance's, and what shared its cores."""
+    return {
+        **meta,
+        "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
+                    "argv": instance.metadata.get("argv")},
+        "cores": on_cores,  # what else was busy on the run's cores while it measured (benchlab.store.locks)
+        # the fork's warm-up; its curve is kept once, in the fork's first window
+        "warmup": warmed if first else {k: v for k, v in warmed.items() if k != "slices"},
+        "server_alive_after_load": True,
+    }
 
 
 def _window(spec: RunSpec, driver, instance, runner, jvm, run_dir: Path, waited: float):
@@ -258,8 +280,8 @@ def _files(run_dir: Path) -> tuple[str, ...]:
 def failed(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int, suite: str, key: str, error: BaseException,
            started_at: str, label, iteration: int = 1) -> Run:
     """Store and return the record of a run that failed: no metrics, the error, the files it left."""
-    record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration}, metrics={}, metadata=getattr(error, "metadata", {}),
-                 status="failed",
+    record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration}, metrics={},
+                 metadata=getattr(error, "metadata", {}), status="failed",
                  error=f"{type(error).__name__}: {error}", suite=suite, label=label, key=key,
                  started_at=started_at, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
     save(record, run_dir)

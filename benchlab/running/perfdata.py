@@ -25,10 +25,10 @@ import os
 import struct
 from pathlib import Path
 
+from ..schema import COUNTER_FIELDS as FIELDS  # what a read gives; a compile counts when it ends
+
 MAGIC = 0xCAFEC0C0
 PROLOGUE = struct.Struct(">IbbbbiiqiI")  # the magic and byte order are read big-endian, the rest re-read below
-
-from ..schema import COUNTER_FIELDS as FIELDS  # what a read gives; a compile counts when it ends
 
 # counter -> (field, is a time in ticks of sun.os.hrt.frequency)
 _COUNTERS = {

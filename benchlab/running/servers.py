@@ -119,6 +119,20 @@ class Server:
         return _spring(flavour).with_settings(java=java, virtual_threads=virtual_threads,
                                               max_threads=max_threads, gc=gc, heap=heap, aot=aot)
 
+    @property
+    def spring_jar(self) -> str:
+        """A built-in server's jar; any other server has none (a UsageError)."""
+        if self.jar is None:
+            raise UsageError(f"{self.name} has no jar: only the built-in Spring servers start from one")
+        return self.jar
+
+    @property
+    def spring_flavour(self) -> str:
+        """A built-in server's engine (tomcat, jetty, undertow, webflux); any other server has none."""
+        if self.flavour is None:
+            raise UsageError(f"{self.name} has no flavour: only the built-in Spring servers have one")
+        return self.flavour
+
     def with_settings(self, **given) -> Server:
         """This built-in server with more settings (None keeps a setting as it is); its name says them all."""
         if self.kind != "spring":
@@ -128,8 +142,8 @@ class Server:
         now = {"java": current.java, "virtual_threads": current.virtual_threads,
                "max_threads": current.max_threads, "gc": current.gc, "heap": current.heap, "aot": current.aot}
         now.update({k: v for k, v in given.items() if v is not None})
-        checked = settings(self.flavour, **now)
-        base = f"spring-{self.flavour}"
+        checked = settings(self.spring_flavour, **now)
+        base = f"spring-{self.spring_flavour}"
         return dataclasses.replace(self, name=base + checked.mark(), settings=checked)
 
     @classmethod
@@ -196,11 +210,11 @@ class Server:
                 cache = prepare_aot(self, java)
                 start, share = Cds(jar=cache.jar), [f"-XX:AOTCache={cache.archive}", "-XX:AOTMode=on"]
             else:
-                start = prepare_cds(self, java) if cds else Cds(jar=self.jar)
+                start = prepare_cds(self, java) if cds else Cds(jar=self.spring_jar)
                 share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
             # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
             return [java, *share, *self.settings.jvm_options(), *jvm_opts, "-jar", start.jar,
-                    *self.settings.arguments(self.flavour), f"--server.port={port}", f"--server.address={host}"]
+                    *self.settings.arguments(self.spring_flavour), f"--server.port={port}", f"--server.address={host}"]
         if self.kind == "command":
             return [a.replace("{port}", str(port)) for a in self.command]
         raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")

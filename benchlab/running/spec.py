@@ -70,7 +70,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a time such as 30s"),
+    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a "
+           "time such as 30s"),
     Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
     Option("load", "text", "both", "the load model", LOAD_MODELS),
     Option("users", "int", "run", "count model: parallel users"),
@@ -100,8 +101,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_image", "text", "both", "docker: a registry base image for the servers, e.g. eclipse-temurin:17-jre"),
     Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
     Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
-    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. "
-           "--factor virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
+    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. --factor "
+           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
            "server_cpus)", aliases=("--factor",)),
     Option("results_dir", "text", "both", "where results are stored (default data/results)"),
     Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),
@@ -226,48 +227,26 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     server = servers.get(server)
     scenario_ = server.scenario(scenario)
     server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
-    if isinstance(load, Load):
-        load_ = load
-    else:
-        _choice("load", load, LOAD_MODELS)
-        if threads is None:
-            count = users if load == "count" and isinstance(users, int) else connections
-            threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
-        if plan is not None:  # the load tool runs in the run's directory: a relative path would miss
-            plan = str(Path(plan).resolve())
-        load_ = Load(model=load, connections=connections, threads=threads, duration=duration, warmup=warmup,
-                     timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
+    load_ = load if isinstance(load, Load) else _load(
+        load, load_cores, connections=connections, threads=threads, duration=duration, warmup=warmup,
+        timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     driver_ = drivers.get(driver, load_.model)
     driver_.executable()
     driver_.check(load_)  # a driver's own input checks (a user's .jmx)
     _choice("backend", backend, backends.NAMES)
-    docker = {"docker_host": docker_host, "base_image": base_image, "load_in_container": load_in_container,
-              "load_docker_host": load_docker_host}
-    docker = {k: v for k, v in docker.items() if v not in (None, False)}
-    if docker and backend != "docker":
-        raise UsageError(f"{', '.join(docker)} applies to backend='docker' (--backend docker); add it or drop "
-                         f"{'this option' if len(docker) == 1 else 'these options'}")
-    if isinstance(jvm_opts, str):
-        jvm_opts = jvm_opts.split()
-    jvm_opts = tuple(jvm_opts or ())
-    if jvm_opts and server.kind != "spring":
-        raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
+    docker = _docker_options(backend, docker_host=docker_host, base_image=base_image,
+                             load_in_container=load_in_container, load_docker_host=load_docker_host)
+    jvm_opts = _jvm_opts(jvm_opts, server)
     if not isinstance(cds, bool):
         raise UsageError(f"cds is True or False, not {cds!r}")
     if memory is not None and backend == "local":
         raise UsageError("memory= sets a container limit (backend='docker'); locally use jvm_opts=['-Xmx512m']")
-    java = java or os.environ.get("BENCHLAB_JAVA", "java")
-    if server.kind == "spring" and backend == "local":
-        process.require(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+    java = _java(java, server, backend)
     variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=backend)
     if server.kind == "command":
         process.require(server.command[0], f"install {server.command[0]} or give its full path")
     if port is not None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise UsageError(f"port must be 1-65535, not {port!r}")
-        if server.kind != "url" and _port_in_use(port):
-            raise UsageError(f"port {port} on 127.0.0.1 is in use by another program: stop it, or leave port "
-                             "unset and benchlab picks a free one")
+        _check_port(port, server)
     startup = parse_duration(startup_timeout, what="startup_timeout")
     if startup <= 0:
         raise UsageError("startup_timeout must be more than 0 seconds, for example '90s'")
@@ -278,18 +257,64 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     return RunSpec(
         server=server, scenario=scenario_, load=load_, driver=driver_.name, backend=backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=bool(cds), memory=memory,
-        port=port,
-        startup_timeout=startup, allow_remote=allow_remote, backend_options=docker,
+        port=port, startup_timeout=startup, allow_remote=allow_remote, backend_options=docker,
     )
 
 
-def _port_in_use(port: int) -> bool:
+def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
+          plan) -> Load:
+    """The load from its options; threads default to one per load core, at most one per connection (or user)."""
+    _choice("load", model, LOAD_MODELS)
+    if threads is None:
+        count = users if model == "count" and isinstance(users, int) else connections
+        threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
+    if plan is not None:  # the load tool runs in the run's directory: a relative path would miss
+        plan = str(Path(plan).resolve())
+    return Load(model=model, connections=connections, threads=threads, duration=duration, warmup=warmup,
+                timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
+
+
+def _docker_options(backend: str, *, docker_host, base_image, load_in_container, load_docker_host) -> dict:
+    """The docker-only options that were given; given with another backend they are a mistake."""
+    docker = {"docker_host": docker_host, "base_image": base_image, "load_in_container": load_in_container,
+              "load_docker_host": load_docker_host}
+    docker = {k: v for k, v in docker.items() if v not in (None, False)}
+    if docker and backend != "docker":
+        raise UsageError(f"{', '.join(docker)} applies to backend='docker' (--backend docker); add it or drop "
+                         f"{'this option' if len(docker) == 1 else 'these options'}")
+    return docker
+
+
+def _jvm_opts(jvm_opts, server: servers.Server) -> tuple[str, ...]:
+    """The JVM options as a tuple (a string is split on spaces); only a built-in Spring server takes them."""
+    if isinstance(jvm_opts, str):
+        jvm_opts = jvm_opts.split()
+    jvm_opts = tuple(jvm_opts or ())
+    if jvm_opts and server.kind != "spring":
+        raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
+    return jvm_opts
+
+
+def _java(java: str | None, server: servers.Server, backend: str) -> str:
+    """The java to launch (``java=``, else $BENCHLAB_JAVA, else ``java``), there when a local JVM needs it."""
+    java = java or os.environ.get("BENCHLAB_JAVA", "java")
+    if server.kind == "spring" and backend == "local":
+        process.require(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+    return java
+
+
+def _check_port(port, server: servers.Server) -> None:
+    """A port is 1-65535, and free on 127.0.0.1 where benchlab starts the server."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise UsageError(f"port must be 1-65535, not {port!r}")
+    if server.kind == "url":
+        return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            return True
-    return False
+            raise UsageError(f"port {port} on 127.0.0.1 is in use by another program: stop it, or leave port "
+                             "unset and benchlab picks a free one") from None
 
 
 def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) -> None:

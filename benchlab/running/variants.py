@@ -14,7 +14,8 @@ server's ``GET /info`` reports; a setting that did not take fails the run.
 
 >>> spring = Settings(virtual_threads=True, max_threads=400, gc="parallel", heap="512m")
 >>> spring.mark(), spring.jvm_options(), spring.arguments("tomcat")
-('+vt+threads400+parallelgc+heap512m', ['-XX:+UseParallelGC', '-Xmx512m'], ['--spring.threads.virtual.enabled=true', '--server.tomcat.threads.max=400'])
+('+vt+threads400+parallelgc+heap512m', ['-XX:+UseParallelGC', '-Xmx512m'],
+ ['--spring.threads.virtual.enabled=true', '--server.tomcat.threads.max=400'])
 """
 
 from __future__ import annotations
@@ -134,7 +135,10 @@ def heap_bytes(heap: str) -> int:
     >>> heap_bytes("2g")
     2147483648
     """
-    number, unit = _HEAP.match(heap).groups()
+    match = _HEAP.match(heap)
+    if match is None:
+        raise UsageError(f"bad heap {heap!r}: give the -Xmx size such as '512m' or '2g'")
+    number, unit = match.groups()
     return int(number) * _UNITS[unit.lower()]
 
 
@@ -218,11 +222,11 @@ def find_java(java) -> tuple[str, int]:
     path = str(java)
     if os.path.isdir(path):
         path = os.path.join(path, "bin", "java")
-    version = java_major(path) if os.access(path, os.X_OK) and os.path.isfile(path) else None
-    if version is None:
+    major = java_major(path) if os.access(path, os.X_OK) and os.path.isfile(path) else None
+    if major is None:
         raise UsageError(f"java {java!r} does not exist or does not run: give 17, 25 or the path of a JDK "
                          "(its home or its bin/java)")
-    return path, version
+    return path, major
 
 
 # --- the proof ----------------------------------------------------------------------------------------
@@ -270,7 +274,8 @@ def mismatch(server: str, rows: list[dict]) -> str | None:
     if not wrong:
         return None
     said = "; ".join(f"{r['setting']} asked {r['asked']!r}, got {r['got']!r}" for r in wrong)
-    return f"{server} did not take its settings ({said}): the run does not count (what it runs is what its GET /info reports)"
+    return (f"{server} did not take its settings ({said}): the run does not count (what it runs is what its "
+            "GET /info reports)")
 
 
 def check_launch(asked: Settings, *, java: str, jvm_opts=(), backend: str = "local") -> None:

@@ -137,7 +137,7 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
     it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts).
     """
-    own = load.users if load.model == "count" else load.connections
+    own = load.connections  # a count load's are its users: Load sets them so
     connections = min(connections, own) if connections else own
     return Load(connections=connections, threads=min(load.threads, connections), duration=seconds,
                 warmup=seconds, timeout=load.timeout)
@@ -171,8 +171,9 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     began = time.monotonic()
     start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
     if load.warmup != AUTO:
-        if load.warmup > 0:
-            drivers.execute(wrk, url, scenario, _warming_load(load, load.warmup), cpus=cpus, workdir=workdir,
+        seconds = float(load.warmup)
+        if seconds > 0:
+            drivers.execute(wrk, url, scenario, _warming_load(load, seconds), cpus=cpus, workdir=workdir,
                             phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
         return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,

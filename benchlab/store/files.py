@@ -91,7 +91,8 @@ def read_bytes(path: str | Path, *, limit: int = MAX_BYTES) -> bytes:
             raise OSError(f"it is {kind}, not a regular file")
         if info.st_size > limit:
             raise OSError(f"{info.st_size} bytes, more than the {limit} a stored file may hold")
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while True:
             chunk = os.read(fd, max(info.st_size + 1 - size, 1 << 16))
             if not chunk:

@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -152,7 +153,8 @@ class Histogram:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(bucket indexes, counts)`` as arrays, in bucket order."""
-        return self.counts.index, self.counts.found
+        buckets = cast(Buckets, self.counts)  # __post_init__ holds any Mapping given as Buckets
+        return buckets.index, buckets.found
 
     # -- building ----------------------------------------------------------------------------------------
     @classmethod
@@ -181,8 +183,8 @@ class Histogram:
                    max=float(values.max()) if len(values) else math.nan, source=source)
 
     def __add__(self, other: Histogram) -> Histogram:
-        merged = Buckets.of_arrays(np.concatenate([self.counts.index, other.counts.index]),
-                                   np.concatenate([self.counts.found, other.counts.found]))
+        (index, found), (other_index, other_found) = self.arrays(), other.arrays()
+        merged = Buckets.of_arrays(np.concatenate([index, other_index]), np.concatenate([found, other_found]))
         sources = " + ".join(dict.fromkeys(s for s in (self.source, other.source) if s))
         return Histogram(counts=merged, zeros=self.zeros + other.zeros, total=self.total + other.total,
                          min=float(np.nanmin([self.min, other.min])) if self.count + other.count else math.nan,
@@ -200,7 +202,7 @@ class Histogram:
     # -- reading -----------------------------------------------------------------------------------------
     @property
     def count(self) -> int:
-        return self.zeros + int(self.counts.found.sum())
+        return self.zeros + int(self.arrays()[1].sum())
 
     @property
     def mean(self) -> float:
@@ -221,9 +223,10 @@ class Histogram:
 
     # -- storage -----------------------------------------------------------------------------------------
     def to_json(self) -> dict:
+        index, found = self.arrays()
         return {"format": FORMAT, "version": FORMAT_VERSION, "unit": UNIT, "ratio": RATIO, "source": self.source,
                 "count": self.count, "sum": self.total, "min": _number(self.min), "max": _number(self.max),
-                ZERO: self.zeros, "index": self.counts.index.tolist(), "counts": self.counts.found.tolist()}
+                ZERO: self.zeros, "index": index.tolist(), "counts": found.tolist()}
 
     @classmethod
     def from_json(cls, doc: dict, *, source: str = "") -> Histogram:

@@ -3,8 +3,9 @@
 One writer per results directory
     a file named after the resolved ``results_dir`` in the machine's lock folder (:func:`results_lock`, so
     the results_dir itself gets no file of benchlab's), held with ``flock`` (non-blocking) by the process
-    that writes runs there, its PID written in it. A second ``compare()``/``run()`` into the same directory is refused at
-    once, naming that PID: two writers deleted each other's unfinished runs and ran the same cells twice.
+    that writes runs there, its PID written in it. A second ``compare()``/``run()`` into the same directory
+    is refused at once, naming that PID: two writers deleted each other's unfinished runs and ran the same
+    cells twice.
     Readers (``load``, ``show``) take no lock and never wait. The file stays when the writer ends (removing
     it would let a third writer lock a new file while a second still holds the old one); the kernel drops
     the lock when the process ends, however it ends.
@@ -110,11 +111,11 @@ def cores(cpus, *, poll: float = 0.2, echo=None):
     process holds any of them (said once, through ``echo``: stderr by default). Yields the seconds waited."""
     wanted = sorted(set(cpus or ()))
     say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
-    folder = _cores_folder() if wanted else None
+    folder = _cores_folder() if wanted else None  # None: no core to lock
     held: list[int] = []
     began, said = time.monotonic(), False
     try:
-        while wanted:
+        while folder is not None:
             busy = []
             for core in wanted:
                 fd = os.open(folder / f"core-{core}.lock", os.O_RDWR | os.O_CREAT, 0o666)
@@ -182,5 +183,6 @@ def interference(cpus, seconds: float, busy: float, own: float | None, waited: f
     other = None if own is None else max(0.0, busy - own)
     capacity = seconds * len(cpus)
     return {"cores": sorted(cpus), "waited_s": round(waited, 3), "busy_cpu_s": round(busy, 3),
-            "own_cpu_s": None if own is None else round(own, 3), "other_cpu_s": None if other is None else round(other, 3),
+            "own_cpu_s": None if own is None else round(own, 3),
+            "other_cpu_s": None if other is None else round(other, 3),
             "other_share": None if other is None or capacity <= 0 else round(other / capacity, 4)}

@@ -91,8 +91,9 @@ class Run:
         row = _EMPTY_ROW.copy()
         row.update({k: v for k, v in self.params.items() if k in _COLUMN_SET})
         for name in ("server_cpus", "load_cpus"):
-            if isinstance(row[name], (list, tuple)):
-                row[name] = format_cpus(row[name])
+            cpus = row[name]
+            if isinstance(cpus, (list, tuple)):
+                row[name] = format_cpus(cpus)
         if isinstance(row["jvm_opts"], (list, tuple)):
             row["jvm_opts"] = " ".join(row["jvm_opts"])
         metrics = self.metrics

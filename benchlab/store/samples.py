@@ -50,7 +50,9 @@ class Samples(Sequence):
     __slots__ = ("path", "_rows", "_counters")
 
     def __init__(self, path: str):
-        self.path, self._rows, self._counters = path, None, ()
+        self.path = path
+        self._rows: tuple | None = None
+        self._counters: tuple = ()
 
     def counters(self) -> tuple:
         self.rows()
@@ -62,7 +64,8 @@ class Samples(Sequence):
                 doc = parse_json(self.path)
             except (OSError, ValueError) as exc:
                 raise ResultsError(f"cannot read {self.path}: {why(exc)}") from None
-            if not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT or not isinstance(doc.get("rows"), list):
+            if (not isinstance(doc, dict) or doc.get("format") != SAMPLES_FORMAT
+                    or not isinstance(doc.get("rows"), list)):
                 raise ResultsError(f"{self.path} is not a benchlab samples file: the run is damaged")
             if not isinstance(doc.get("version"), int) or doc["version"] > SAMPLES_VERSION:
                 raise ResultsError(f"{self.path} was written by a newer benchlab (samples format version "

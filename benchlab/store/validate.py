@@ -21,8 +21,8 @@ _SIGNED, _TEXT, _FLAGS = ("drift",), ("note", "warmup_class"), ("warm",)
 _METRIC_NUMBERS = tuple(m for m in (*METRICS, *RESOURCES) if m not in (*_SIGNED, *_TEXT, *_FLAGS))
 
 #: The params that are numbers >= 0, those that are lists, and the other columns: any scalar.
-_PARAM_NUMBERS = ("connections", "threads", "users", "loops", "load_cores", "repeat", "iteration", "max_threads", "rate",
-                  "duration", "timeout")
+_PARAM_NUMBERS = ("connections", "threads", "users", "loops", "load_cores", "repeat", "iteration", "max_threads",
+                  "rate", "duration", "timeout")
 _PARAM_LISTS = {"server_cpus": int, "load_cpus": int, "jvm_opts": str}
 _PARAM_SCALARS = tuple(p for p in PARAMS if p not in (*_PARAM_NUMBERS, *_PARAM_LISTS, "warmup"))
 
@@ -176,7 +176,7 @@ def _explain_params(params: dict, source: str) -> None:
     for name, kind in _PARAM_LISTS.items():
         value = params.get(name)
         if value is not None and type(value) is not str and (type(value) is not list or not all(
-                type(v) is kind and (kind is str or v >= 0) for v in value)):
+                (type(v) is int and v >= 0) if kind is int else type(v) is str for v in value)):
             raise damaged(source, f"param {name} is {_shown(value)}, not a list of "
                                   f"{'cores' if kind is int else 'options'}")
     warmup = params.get("warmup")

@@ -50,7 +50,6 @@ def interaction(runs: pd.DataFrame, factor: str, *, metric: str = "rps",
     'line'
     """
     import altair as alt
-    import pandas as pd
 
     if factor not in FACTOR_COLUMNS:
         raise UsageError(f"unknown factor {factor!r}: choose one of {', '.join(FACTOR_COLUMNS)}")
@@ -58,20 +57,8 @@ def interaction(runs: pd.DataFrame, factor: str, *, metric: str = "rps",
     column = FACTOR_COLUMNS[factor]
     frame = frame.assign(base=frame["server"].map(base_name),
                          setting=[setting_label(v) for v in frame[column]] if column in frame else "default")
-    settings = list(dict.fromkeys(frame["setting"]))
-    points = []
-    for (scenario, point, base, setting), group in frame.groupby(["scenario", "load_point", "base", "setting"],
-                                                                 sort=False):
-        mean, low, high, n = interval(group[metric].tolist())
-        points.append({"scenario": scenario, "load_point": point, "base": base, "setting": setting,
-                       "variants": ", ".join(dict.fromkeys(group["server"])), "value": mean, "ci_low": low,
-                       "ci_high": high, "n": n})
-    table = pd.DataFrame(points)
-    # Two repeats can give an interval a thousand times the mean, which would flatten every line: an interval
-    # is drawn up to twice the panel's highest mean (the tooltip keeps its true ends).
-    top = 2 * table.groupby(["scenario", "load_point"])["value"].transform("max")
-    table = table.assign(bar_low=table["ci_low"].clip(lower=0), bar_high=table["ci_high"].clip(upper=top))
-    x = alt.X("setting:O", title=factor, sort=settings, axis=alt.Axis(labelAngle=0))
+    table = _points(frame, metric)
+    x = alt.X("setting:O", title=factor, sort=list(dict.fromkeys(frame["setting"])), axis=alt.Axis(labelAngle=0))
     color = alt.Color("base:N", title="server", scale=alt.Scale(domain=sorted(table["base"].unique())))
     base = alt.Chart().encode(x=x, color=color)  # the data sits on the layer, as a facet needs
     lines = base.mark_line(point=alt.OverlayMarkDef(size=60)).encode(
@@ -90,3 +77,22 @@ def interaction(runs: pd.DataFrame, factor: str, *, metric: str = "rps",
         row=alt.Row("load_point:N", title=None, sort=order),
     ).resolve_scale(y="independent").properties(
         title=title(f"{metric} by {factor}: one line per server", frame, note))
+
+
+def _points(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per server (its variants joined) and setting in each panel: the mean ``metric``, its 95 % CI
+    and the ends of the error bar drawn for it."""
+    import pandas as pd
+
+    points = []
+    for (scenario, point, base, setting), group in frame.groupby(["scenario", "load_point", "base", "setting"],
+                                                                 sort=False):
+        mean, low, high, n = interval(group[metric].tolist())
+        points.append({"scenario": scenario, "load_point": point, "base": base, "setting": setting,
+                       "variants": ", ".join(dict.fromkeys(group["server"])), "value": mean, "ci_low": low,
+                       "ci_high": high, "n": n})
+    table = pd.DataFrame(points)
+    # Two repeats can give an interval a thousand times the mean, which would flatten every line: an interval
+    # is drawn up to twice the panel's highest mean (the tooltip keeps its true ends).
+    top = 2 * table.groupby(["scenario", "load_point"])["value"].transform("max")
+    return table.assign(bar_low=table["ci_low"].clip(lower=0), bar_high=table["ci_high"].clip(upper=top))

@@ -207,7 +207,8 @@ def describe(frame: pd.DataFrame, *, machine: str | None = None) -> str:
         text = f"{joined('duration', lambda v: f'{v:g}')} s measured"
         if joined("warmup"):
             # warmup="auto" is stored as the word: the warm-up lasted until throughput settled
-            text += f" after {joined('warmup', lambda v: f'{v:g} s' if isinstance(v, (int, float)) else str(v))} warm-up"
+            warmup = joined("warmup", lambda v: f"{v:g} s" if isinstance(v, (int, float)) else str(v))
+            text += f" after {warmup} warm-up"
         parts.append(text)
     if joined("threads"):
         threads = joined("threads", lambda v: f"{int(v)}")

@@ -53,18 +53,41 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     frame, order = with_cells(finished(runs, "throughput"))
     keys = ["scenario", "load_point", "server"]
     dots = frame[keys + ["id", "repeat", "connections"]].assign(kind="run", value=frame[metric].astype(float))
+    cells = _cell_means(frame, keys, metric)
+    table = pd.concat([dots, pd.DataFrame(cells)], ignore_index=True)
+    unit = "requests/s"
+    bars, bars_ci, repeats = _throughput_marks(table, values(frame, "server"), metric, unit)
+    # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
+    with_ci = any(number(c["ci_low"]) is not None for c in cells)
+    layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
+        width=WIDTH, height=HEIGHT)
+    return layered.facet(
+        row=alt.Row("scenario:N", title="scenario"),
+        column=alt.Column("load_point:N", title=None, sort=order),
+        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
+                    width=len(order) * (WIDTH + 20) + 60),
+    )
+
+
+def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]:
+    """One row per cell of ``keys``: the mean ``metric`` with its 95 % CI and the number of repeats."""
     cells = []
     for (scenario, point, server), group in frame.groupby(keys, sort=True):
         mean, low, high, n = interval(group[metric].tolist())
         cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
                       "value": mean, "ci_low": low, "ci_high": high, "n": n})
-    table = pd.concat([dots, pd.DataFrame(cells)], ignore_index=True)
+    return cells
+
+
+def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
+                      unit: str) -> tuple[alt.Chart, alt.Chart, alt.Chart]:
+    """The bars of the cells' means, their CI error bars and a dot per repeat, on one x axis of servers."""
+    import altair as alt
 
     base = alt.Chart(table).encode(
         x=alt.X("server:N", title=None, axis=alt.Axis(labelAngle=-30)),
-        color=server_color(values(frame, "server")),
+        color=server_color(servers),
     )
-    unit = "requests/s"
     # Throughput cannot be negative: an interval that reaches below 0 (two repeats far apart) is cut at the axis.
     y_scale = alt.Scale(domainMin=0)
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
@@ -84,16 +107,7 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=metric, format=",.1f"), alt.Tooltip("id:N", title="run")],
     )
-    # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
-    with_ci = any(number(c["ci_low"]) is not None for c in cells)
-    layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
-        width=WIDTH, height=HEIGHT)
-    return layered.facet(
-        row=alt.Row("scenario:N", title="scenario"),
-        column=alt.Column("load_point:N", title=None, sort=order),
-        title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
-                    width=len(order) * (WIDTH + 20) + 60),
-    )
+    return bars, bars_ci, repeats
 
 
 # --- latency percentile curve -------------------------------------------------------------------------

@@ -44,6 +44,27 @@ def published(runs: pd.DataFrame, reference: pd.DataFrame, *, baseline: str, met
     import pandas as pd
 
     ours = finished(runs, "published comparison")
+    ref = _figures(reference, metric, experiment)
+    base = _short(baseline)
+    table = pd.DataFrame([
+        *_ratios("benchlab (ours)", ours["server"].map(_short), ours[metric].map(number), base, baseline, metric),
+        *_ratios("published", ref["server"].map(_short), ref["value"].map(number), base, baseline, metric),
+    ])
+    bars, dots = _marks(table, metric, base)
+    parity = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="ratio:Q")
+    name = f" ({experiment})" if experiment else ""
+    # not alt.layer(): it facets layers that share facet encodings, so its type is LayerChart | FacetChart
+    return alt.LayerChart(layer=[bars, dots, parity]).properties(
+        width=WIDTH + 80, height=HEIGHT,
+        title=title(f"{metric} relative to {base} (x), ours beside the published figures{name}", ours, note,
+                    width=WIDTH + 140),
+    )
+
+
+def _figures(reference: pd.DataFrame, metric: str, experiment: str | None) -> pd.DataFrame:
+    """The published rows of one metric (and experiment) that are runs, not summaries."""
+    import pandas as pd
+
     ref = reference.copy()
     if experiment is not None:
         ref = ref[ref["experiment"] == experiment]
@@ -51,26 +72,34 @@ def published(runs: pd.DataFrame, reference: pd.DataFrame, *, baseline: str, met
     if ref.empty:
         raise ResultsError(f"no published {metric!r} figures{f' for {experiment!r}' if experiment else ''}: "
                            "check data/published/ and the metric name")
-    base = _short(baseline)
+    return ref
+
+
+def _ratios(source: str, servers: pd.Series, values: pd.Series, base: str, baseline: str, metric: str) -> list[dict]:
+    """One source's rows: each server's mean over the baseline's mean ("mean"), and each run over it ("run")."""
+    import pandas as pd
+
+    table = pd.DataFrame({"server": servers.values, "value": values.values}).dropna()
+    base_values = table.loc[table["server"] == base, "value"]
+    if base_values.empty or base_values.mean() == 0:
+        raise ResultsError(f"baseline {baseline!r} has no {metric} figures in the {source} runs: "
+                           f"choose one of {', '.join(sorted(set(table['server'])))}")
+    reference_mean = base_values.mean()
     rows = []
-    for source, servers, values in (
-        ("benchlab (ours)", ours["server"].map(_short), ours[metric].map(number)),
-        ("published", ref["server"].map(_short), ref["value"].map(number)),
-    ):
-        table = pd.DataFrame({"server": servers.values, "value": values.values}).dropna()
-        base_values = table.loc[table["server"] == base, "value"]
-        if base_values.empty or base_values.mean() == 0:
-            raise ResultsError(f"baseline {baseline!r} has no {metric} figures in the {source} runs: "
-                               f"choose one of {', '.join(sorted(set(table['server'])))}")
-        reference_mean = base_values.mean()
-        for server, group in table.groupby("server"):
-            rows.append({"source": source, "server": server, "kind": "mean",
-                         "ratio": group["value"].mean() / reference_mean, "value": group["value"].mean(),
-                         "n": len(group)})
-            for i, value in enumerate(group["value"], 1):
-                rows.append({"source": source, "server": server, "kind": "run", "ratio": value / reference_mean,
-                             "value": value, "n": i})
-    table = pd.DataFrame(rows)
+    for server, group in table.groupby("server"):
+        rows.append({"source": source, "server": server, "kind": "mean",
+                     "ratio": group["value"].mean() / reference_mean, "value": group["value"].mean(),
+                     "n": len(group)})
+        for i, value in enumerate(group["value"], 1):
+            rows.append({"source": source, "server": server, "kind": "run", "ratio": value / reference_mean,
+                         "value": value, "n": i})
+    return rows
+
+
+def _marks(table: pd.DataFrame, metric: str, base: str) -> tuple[alt.Chart, alt.Chart]:
+    """The bars of the mean ratios and the dots of the runs, side by side per source on one x scale."""
+    import altair as alt
+
     unit = "requests/s" if metric == "rps" else "s"
     color = alt.Color("source:N", title=None, scale=alt.Scale(domain=["benchlab (ours)", "published"]))
     # Explicit domains: the bars and the dots then share one x scale without Vega-Lite unioning two sorts.
@@ -91,10 +120,4 @@ def published(runs: pd.DataFrame, reference: pd.DataFrame, *, baseline: str, met
                  alt.Tooltip("ratio:Q", title=f"ratio to {base}", format=".2f"),
                  alt.Tooltip("value:Q", title=f"{metric} ({unit})", format=",.4g")],
     )
-    parity = alt.Chart(pd.DataFrame({"ratio": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="ratio:Q")
-    name = f" ({experiment})" if experiment else ""
-    return alt.layer(bars, dots, parity).properties(
-        width=WIDTH + 80, height=HEIGHT,
-        title=title(f"{metric} relative to {base} (x), ours beside the published figures{name}", ours, note,
-                    width=WIDTH + 140),
-    )
+    return bars, dots

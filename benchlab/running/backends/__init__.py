@@ -27,10 +27,15 @@ def get(name: str, **options) -> Backend:
     Traceback (most recent call last):
     benchlab.errors.UsageError: the local backend has no option memory: it takes none
     """
+    cls: type[Backend]
     if name == "local":
-        from .local import LocalBackend as cls
+        from .local import LocalBackend
+
+        cls = LocalBackend
     elif name == "docker":
-        from .docker import DockerBackend as cls
+        from .docker import DockerBackend
+
+        cls = DockerBackend
     else:
         raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")
     accepted = list(inspect.signature(cls).parameters)

@@ -96,6 +96,8 @@ def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | 
     """
     limit = PROBE_LIMIT if limit is None else limit
     parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:  # Server.from_url and the backends make none such
+        raise ServerError(f"{url} names no host: give http://HOST:PORT/PATH")
     target = path or ((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
     try:

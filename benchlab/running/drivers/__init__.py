@@ -28,16 +28,22 @@ DEFAULTS = {"duration": "wrk", "count": "wrk", "rate": "vegeta"}
 def tool(name: str) -> LoadTool:
     """The driver called ``name``, whatever load models it does."""
     if name == "wrk":
-        from .wrk import Wrk as cls
-    elif name == "h2load":
-        from .h2load import H2load as cls
-    elif name == "jmeter":
-        from .jmeter import JMeter as cls
-    elif name == "vegeta":
-        from .vegeta import Vegeta as cls
-    else:
-        raise UsageError(f"unknown driver {name!r}: choose one of {', '.join(NAMES)}")
-    return cls()
+        from .wrk import Wrk
+
+        return Wrk()
+    if name == "h2load":
+        from .h2load import H2load
+
+        return H2load()
+    if name == "jmeter":
+        from .jmeter import JMeter
+
+        return JMeter()
+    if name == "vegeta":
+        from .vegeta import Vegeta
+
+        return Vegeta()
+    raise UsageError(f"unknown driver {name!r}: choose one of {', '.join(NAMES)}")
 
 
 def get(name: str | None, model: str = "duration") -> LoadTool:

@@ -1,4 +1,5 @@
-"""What every driver is: the protocol :func:`benchlab.running.drivers.execute` relies on, its base class and the invocation.
+"""What every driver is: the protocol :func:`benchlab.running.drivers.execute` relies on, its base class and
+the invocation.
 
 ``command()`` builds an :class:`Invocation` (the argv, the phase and the files the tool reads or writes)
 and ``parse()`` reads that same invocation back, so a driver keeps no state between the two calls.
@@ -45,12 +46,17 @@ class Invocation:
 
 
 class LoadTool(Protocol):
-    """Every attribute and method of a driver that benchlab uses."""
+    """Every attribute and method of a driver that benchlab uses; the attributes are only read, so a
+    driver's class constants (``models = ("count",)``) fit them."""
 
-    name: str
-    models: tuple[str, ...]
-    install: str
-    corrected: str | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def models(self) -> tuple[str, ...]: ...
+    @property
+    def install(self) -> str: ...
+    @property
+    def corrected(self) -> str | None: ...
 
     def executable(self) -> str: ...
     def version(self) -> str: ...

@@ -55,7 +55,7 @@ class H2load(Driver):
             argv += ["-d", str(body)]
         if scenario.content_type:
             argv += ["-H", f"Content-Type: {scenario.content_type}"]
-        return Invocation([*argv, url + scenario.path], phase, workdir, files={"log": log},
+        return Invocation((*argv, url + scenario.path), phase, workdir, files={"log": log},
                           planned_requests=requests)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:

@@ -52,11 +52,69 @@ def _tools_home() -> Path:
 
 def plan(url: str, scenario, load) -> str:
     """A JMeter test plan: one thread group of ``load.users`` threads, each sending the scenario ``loops`` times."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<jmeterTestPlan version="1.2" properties="5.0" jmeter="5.6.3">
+  <hashTree>
+    <TestPlan guiclass="TestPlanGui" testclass="TestPlan" testname="benchlab">
+      <elementProp name="TestPlan.user_defined_variables" elementType="Arguments">
+        <collectionProp name="Arguments.arguments"/>
+      </elementProp>
+    </TestPlan>
+    <hashTree>
+{_thread_group(load)}
+      <hashTree>
+{_sampler(url, scenario, load)}
+      </hashTree>
+    </hashTree>
+  </hashTree>
+</jmeterTestPlan>
+"""
+
+
+#: The loop controller's opening tag, on one line as JMeter writes it.
+_LOOP_CONTROLLER = ('<elementProp name="ThreadGroup.main_controller" elementType="LoopController" '
+                    'guiclass="LoopControlPanel" testclass="LoopController" testname="loops">')
+
+
+def _thread_group(load) -> str:
+    """The thread group: ``load.users`` threads started over ``ramp_up`` seconds, each looping ``loops`` times."""
+    return f"""      <ThreadGroup guiclass="ThreadGroupGui" testclass="ThreadGroup" testname="users">
+        <intProp name="ThreadGroup.num_threads">{load.users}</intProp>
+        <intProp name="ThreadGroup.ramp_time">{math.ceil(load.ramp_up)}</intProp>
+        <boolProp name="ThreadGroup.same_user_on_next_iteration">true</boolProp>
+        <stringProp name="ThreadGroup.on_sample_error">continue</stringProp>
+        {_LOOP_CONTROLLER}
+          <stringProp name="LoopController.loops">{load.loops}</stringProp>
+          <boolProp name="LoopController.continue_forever">false</boolProp>
+        </elementProp>
+      </ThreadGroup>"""
+
+
+def _sampler(url: str, scenario, load) -> str:
+    """The scenario's HTTP request, with its timeouts, its body and its content type."""
     parts = urllib.parse.urlsplit(url)
     ms = str(int(load.timeout * 1000))
-    body = ""
-    if scenario.body is not None:
-        body = f"""
+    opening = ('<HTTPSamplerProxy guiclass="HttpTestSampleGui" testclass="HTTPSamplerProxy" '
+               f'testname="{escape(scenario.name)}">')
+    return f"""        {opening}
+          <stringProp name="HTTPSampler.domain">{escape(parts.hostname or "127.0.0.1")}</stringProp>
+          <stringProp name="HTTPSampler.port">{parts.port or 80}</stringProp>
+          <stringProp name="HTTPSampler.protocol">http</stringProp>
+          <stringProp name="HTTPSampler.path">{escape(scenario.path)}</stringProp>
+          <stringProp name="HTTPSampler.method">{escape(scenario.method)}</stringProp>
+          <boolProp name="HTTPSampler.use_keepalive">true</boolProp>
+          <boolProp name="HTTPSampler.follow_redirects">false</boolProp>
+          <stringProp name="HTTPSampler.connect_timeout">{ms}</stringProp>
+          <stringProp name="HTTPSampler.response_timeout">{ms}</stringProp>{_body(scenario)}
+        </HTTPSamplerProxy>
+        {_content_type(scenario)}"""
+
+
+def _body(scenario) -> str:
+    """The sampler's raw request body, or nothing for a request without one."""
+    if scenario.body is None:
+        return ""
+    return f"""
           <boolProp name="HTTPSampler.postBodyRaw">true</boolProp>
           <elementProp name="HTTPsampler.Arguments" elementType="Arguments">
             <collectionProp name="Arguments.arguments">
@@ -67,9 +125,13 @@ def plan(url: str, scenario, load) -> str:
               </elementProp>
             </collectionProp>
           </elementProp>"""
-    headers = "<hashTree/>"
-    if scenario.content_type:
-        headers = f"""<hashTree>
+
+
+def _content_type(scenario) -> str:
+    """The sampler's tree: a header manager sending the scenario's Content-Type, or empty."""
+    if not scenario.content_type:
+        return "<hashTree/>"
+    return f"""<hashTree>
           <HeaderManager guiclass="HeaderPanel" testclass="HeaderManager" testname="headers">
             <collectionProp name="HeaderManager.headers">
               <elementProp name="" elementType="Header">
@@ -80,43 +142,6 @@ def plan(url: str, scenario, load) -> str:
           </HeaderManager>
           <hashTree/>
         </hashTree>"""
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<jmeterTestPlan version="1.2" properties="5.0" jmeter="5.6.3">
-  <hashTree>
-    <TestPlan guiclass="TestPlanGui" testclass="TestPlan" testname="benchlab">
-      <elementProp name="TestPlan.user_defined_variables" elementType="Arguments">
-        <collectionProp name="Arguments.arguments"/>
-      </elementProp>
-    </TestPlan>
-    <hashTree>
-      <ThreadGroup guiclass="ThreadGroupGui" testclass="ThreadGroup" testname="users">
-        <intProp name="ThreadGroup.num_threads">{load.users}</intProp>
-        <intProp name="ThreadGroup.ramp_time">{math.ceil(load.ramp_up)}</intProp>
-        <boolProp name="ThreadGroup.same_user_on_next_iteration">true</boolProp>
-        <stringProp name="ThreadGroup.on_sample_error">continue</stringProp>
-        <elementProp name="ThreadGroup.main_controller" elementType="LoopController" guiclass="LoopControlPanel" testclass="LoopController" testname="loops">
-          <stringProp name="LoopController.loops">{load.loops}</stringProp>
-          <boolProp name="LoopController.continue_forever">false</boolProp>
-        </elementProp>
-      </ThreadGroup>
-      <hashTree>
-        <HTTPSamplerProxy guiclass="HttpTestSampleGui" testclass="HTTPSamplerProxy" testname="{escape(scenario.name)}">
-          <stringProp name="HTTPSampler.domain">{escape(parts.hostname or "127.0.0.1")}</stringProp>
-          <stringProp name="HTTPSampler.port">{parts.port or 80}</stringProp>
-          <stringProp name="HTTPSampler.protocol">http</stringProp>
-          <stringProp name="HTTPSampler.path">{escape(scenario.path)}</stringProp>
-          <stringProp name="HTTPSampler.method">{escape(scenario.method)}</stringProp>
-          <boolProp name="HTTPSampler.use_keepalive">true</boolProp>
-          <boolProp name="HTTPSampler.follow_redirects">false</boolProp>
-          <stringProp name="HTTPSampler.connect_timeout">{ms}</stringProp>
-          <stringProp name="HTTPSampler.response_timeout">{ms}</stringProp>{body}
-        </HTTPSamplerProxy>
-        {headers}
-      </hashTree>
-    </hashTree>
-  </hashTree>
-</jmeterTestPlan>
-"""
 
 
 def check_plan(path: str | Path) -> Path:
@@ -201,7 +226,7 @@ class JMeter(Driver):
             f"-Jbenchlab.loops={load.loops}",
             f"-Jbenchlab.ramp_up={math.ceil(load.ramp_up)}",
         ]
-        return Invocation(argv, phase, workdir, files={"plan": plan_path, "jtl": jtl, "log": log},
+        return Invocation(tuple(argv), phase, workdir, files={"plan": plan_path, "jtl": jtl, "log": log},
                           planned_requests=planned)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:

@@ -78,7 +78,7 @@ class Vegeta(Driver):
             f"-targets={targets}",
             f"-output={results}",
         ]
-        return Invocation(argv, phase, workdir, files={"targets": targets, "results": results},
+        return Invocation(tuple(argv), phase, workdir, files={"targets": targets, "results": results},
                           target_rps=load.rate)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:
@@ -187,7 +187,7 @@ def parse(report_json: str, results_csv: str, *, target_rps: float | None = None
     }
     if target_rps and metrics["sent_rps"] < REACHED * target_rps:
         metrics["note"] = (
-            f"sent {metrics['sent_rps']:.1f} of the {target_rps:g} requests/s asked ({metrics['sent_rps'] / target_rps:.0%}),"
-            f" below {REACHED:.0%}: the load tool could not keep that rate"
+            f"sent {metrics['sent_rps']:.1f} of the {target_rps:g} requests/s asked "
+            f"({metrics['sent_rps'] / target_rps:.0%}), below {REACHED:.0%}: the load tool could not keep that rate"
         )
     return metrics

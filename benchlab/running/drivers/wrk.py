@@ -133,7 +133,8 @@ end
 def count_script(scenario, requests: int, threads: int, *, distribution: bool = False) -> str:
     """The Lua script of a count load: the scenario, the reporter, and :data:`COUNTER` for ``requests``
     answers over ``threads`` threads."""
-    return script(scenario, distribution=distribution) + COUNTER.replace("@REQUESTS@", str(int(requests))).replace("@THREADS@", str(int(threads)))
+    counter = COUNTER.replace("@REQUESTS@", str(int(requests))).replace("@THREADS@", str(int(threads)))
+    return script(scenario, distribution=distribution) + counter
 
 
 def _whole_seconds(seconds: float) -> str:
@@ -170,7 +171,7 @@ class Wrk(Driver):
             "-s", str(lua),
             url + scenario.path,
         ]
-        return Invocation(argv, phase, workdir, files={"script": lua}, planned_requests=planned)
+        return Invocation(tuple(argv), phase, workdir, files={"script": lua}, planned_requests=planned)
 
     def parse(self, stdout: str, invocation: Invocation | None = None) -> dict:
         metrics = parse(stdout)
@@ -246,7 +247,8 @@ _COUNT = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
 
 def _scaled(text: str, units: dict, what: str) -> float:
     """``"1.5k"`` with ``{"k": 1e3}`` -> 1500.0: a number followed by one of ``units``."""
-    m = re.fullmatch(r"([\d.]+)(%s)" % "|".join(sorted(units, key=len, reverse=True)), text)
+    suffixes = "|".join(sorted(units, key=len, reverse=True))
+    m = re.fullmatch(rf"([\d.]+)({suffixes})", text)
     if not m:
         raise LoadError(f"wrk report: cannot read the {what} {text!r}")
     return float(m.group(1)) * units[m.group(2)]

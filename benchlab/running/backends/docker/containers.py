@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from ....cores import format_cpus
 from ....errors import LoadError, ServerError, UsageError, tail
@@ -110,7 +111,8 @@ class DockerInstance:
         self.name = container_name(launch.run_id)
         self.grace = grace
         self.startup_ms = 0.0
-        self.container = None
+        # docker's Container, which the SDK leaves untyped; None only until create() returns (see stop)
+        self.container: Any = None
         self._stats: ContainerStats | None = None
         self._exited = threading.Event()
         self._stopped = False

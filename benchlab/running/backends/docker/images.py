@@ -253,10 +253,10 @@ def _base_id(client, base: str) -> str:
 
 
 def server_tag(server: servers.Server, base_id: str) -> str:
-    jar = Path(server.jar)
+    jar = Path(server.spring_jar)
     if not jar.exists():
         raise BuildError(f"{jar} is missing: run `benchlab build` first")
-    digest = _digest((home.servers_dir() / DOCKERFILE).read_text(), server.flavour, base_id, jar)
+    digest = _digest((home.servers_dir() / DOCKERFILE).read_text(), server.spring_flavour, base_id, jar)
     return f"{server.image}:{digest}"
 
 
@@ -275,7 +275,7 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
     with tempfile.TemporaryDirectory(prefix="benchlab-server-") as scratch:
         context = Path(scratch)
         shutil.copy2(home.servers_dir() / DOCKERFILE, context / DOCKERFILE)
-        jar = Path(server.jar)
+        jar = Path(server.spring_jar)
         try:
             os.link(jar, context / jar.name)
         except OSError:
