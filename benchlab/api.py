@@ -12,10 +12,10 @@ from .running import servers
 from .running.matrix import check_design, load_tag, matrix, run_name, suite_id
 from .running.measure import failed, fork, measure, new_run_id, now
 from .running.pool import Pool
-from .running.spec import RunSpec, keywords, prepare, results_home
+from .running.spec import RunSpec, check_tools, keywords, prepare
 from .schema import AUTO
 from .store import locks
-from .store.files import slug, under
+from .store.files import results_home, slug, under
 from .store.results import Run
 
 
@@ -56,8 +56,9 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
                    driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
                    java=java, cds=cds, memory=memory, port=port, startup_timeout=startup_timeout,
                    allow_remote=allow_remote, docker_host=docker_host, base_image=base_image,
-                   load_in_container=load_in_container, load_docker_host=load_docker_host)
+                   load_in_container=load_in_container, load_docker_host=load_docker_host, tools=False)
     base = results_home(results_dir)
+    check_tools(spec)  # after every option and the results folder, so each mistake is named first
     run_id = slug(new_run_id(spec))
     run_dir = under(base, run_id)
     made = [p for p in (base, *base.parents) if not p.exists()]  # deepest first
@@ -156,8 +157,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                    enabled=progress)
     records: list[Run] = []
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
-    base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer makes nothing
     try:
+        for spec in {spec.cell_key(): spec for _, spec in schedule}.values():
+            check_tools(spec)
+        base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer, or a missing tool, makes nothing
         with Pool(base, enabled=restart == "never") as pool:
             for index, (repeat, spec) in enumerate(schedule):
                 if rule.stop(records, repeat=repeat, new_round=index > 0 and repeat != schedule[index - 1][0]):

@@ -113,7 +113,8 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
     for scenario in as_list(scenarios, "scenarios"):
         for point in load_points(load, connections, users, loops, rates):
             for setting in varied:
-                cells.append([prepare(s, scenario, load=load, **common, **point, **setting) for s in server_list])
+                cells.append([prepare(s, scenario, load=load, **common, **point, **setting, tools=False)
+                              for s in server_list])
     rng = random.Random(seed)
     runs: list[tuple[int, RunSpec]] = []
     for repeat in range(1, repeats + 1):

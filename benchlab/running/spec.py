@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import socket
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,11 +217,11 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
             warmup="auto", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
             plan=None, driver=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
             java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
-            base_image=None, load_in_container=False, load_docker_host=None) -> RunSpec:
+            base_image=None, load_in_container=False, load_docker_host=None, tools=True) -> RunSpec:
     """Check every per-run option of :func:`benchlab.run` and resolve the defaults, starting nothing.
 
-    Tools, ports and files are checked here too, so a mistake is one line before any build, start or
-    write.
+    Ports and files are checked here too, so a mistake is one line before any build, start or write; then,
+    unless ``tools`` is False, the programs the run needs (:func:`check_tools`).
     """
     server = servers.get(server)
     scenario_ = server.scenario(scenario)
@@ -231,7 +230,6 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         load, load_cores, connections=connections, threads=threads, duration=duration, warmup=warmup,
         timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
     driver_ = drivers.get(driver, load_.model)
-    driver_.executable()
     driver_.check(load_)  # a driver's own input checks (a user's .jmx)
     _choice("backend", backend, backends.NAMES)
     docker = _docker_options(backend, docker_host=docker_host, base_image=base_image,
@@ -243,8 +241,6 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         raise UsageError("memory= sets a container limit (backend='docker'); locally use jvm_opts=['-Xmx512m']")
     java = _java(java, server, backend)
     variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=backend)
-    if server.kind == "command":
-        process.require(server.command[0], f"install {server.command[0]} or give its full path")
     if port is not None:
         _check_port(port, server)
     startup = parse_duration(startup_timeout, what="startup_timeout")
@@ -254,11 +250,26 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
         servers.check_loopback(server.url, allow_remote=allow_remote)
     if backend == "docker":
         _check_docker(docker_host, load_docker_host, memory, allow_remote=allow_remote)
-    return RunSpec(
+    spec = RunSpec(
         server=server, scenario=scenario_, load=load_, driver=driver_.name, backend=backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=bool(cds), memory=memory,
         port=port, startup_timeout=startup, allow_remote=allow_remote, backend_options=docker,
     )
+    if tools:
+        check_tools(spec)
+    return spec
+
+
+def check_tools(spec: RunSpec) -> None:
+    """The programs the run starts are installed: a local Spring server's java, a command server's program
+    and the load tool. Checked after every option, so a wrong option is named even where a tool is missing
+    (and the fast tier of the tests needs none)."""
+    server = spec.server
+    if server.kind == "spring" and spec.backend == "local":
+        process.require(spec.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
+    if server.kind == "command":
+        process.require(server.command[0], f"install {server.command[0]} or give its full path")
+    drivers.get(spec.driver, spec.load.model).executable()
 
 
 def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
@@ -296,11 +307,8 @@ def _jvm_opts(jvm_opts, server: servers.Server) -> tuple[str, ...]:
 
 
 def _java(java: str | None, server: servers.Server, backend: str) -> str:
-    """The java to launch (``java=``, else $BENCHLAB_JAVA, else ``java``), there when a local JVM needs it."""
-    java = java or os.environ.get("BENCHLAB_JAVA", "java")
-    if server.kind == "spring" and backend == "local":
-        process.require(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
-    return java
+    """The java to launch: ``java=``, else $BENCHLAB_JAVA, else ``java`` (:func:`check_tools` checks it is there)."""
+    return java or os.environ.get("BENCHLAB_JAVA", "java")
 
 
 def _check_port(port, server: servers.Server) -> None:
@@ -326,24 +334,3 @@ def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) 
         engine.check_engine(load_docker_host, allow_remote=allow_remote, role="load")
     containers.parse_memory(memory)
     engine.connect(docker_host, timeout=10).close()
-
-
-def results_home(results_dir) -> Path:
-    """The results directory, checked before anything is written: a directory, or one that can be made."""
-    from .. import home
-
-    path = Path(results_dir) if results_dir is not None else home.results_dir()
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"results_dir {path} is a file: give a directory")
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UsageError(f"results_dir {path} is under the file {existing}: give a directory")
-    try:  # os.access says yes to root on a read-only file system: try it
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as exc:
-        raise UsageError(f"results_dir {path} cannot be written: a new file in {existing} fails ({exc.strerror}): "
-                         "give a directory you can write") from None
-    return path

@@ -169,3 +169,24 @@ def under(root: str | Path, name: str) -> Path:
         raise UsageError(f"{name!r} would put a run at {path.resolve()}, outside results_dir {base}: "
                          "give a plain name")
     return path
+
+
+def results_home(results_dir) -> Path:
+    """The results directory, checked before anything is written: a directory, or one that can be made."""
+    from .. import home
+
+    path = Path(results_dir) if results_dir is not None else home.results_dir()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"results_dir {path} is a file: give a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"results_dir {path} is under the file {existing}: give a directory")
+    try:  # os.access says yes to root on a read-only file system: try it
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise UsageError(f"results_dir {path} cannot be written: a new file in {existing} fails ({exc.strerror}): "
+                         "give a directory you can write") from None
+    return path
