@@ -198,8 +198,9 @@ def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
     """The fork's windows as stored by an earlier call, if every one finished; else None, and the fork runs
     again from a clean start (its windows must come from one process)."""
     previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
-    if all(p is not None for p in previous):
-        return previous
+    finished = [p for p in previous if p is not None]
+    if len(finished) == len(previous):
+        return finished
     for run_dir, _ in windows:
         if run_dir.exists():
             shutil.rmtree(run_dir)

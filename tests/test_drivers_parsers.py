@@ -75,6 +75,7 @@ def test_h2load_failed_requests_count_as_errors():
     assert m["errors_status"] == 10
 
 
+@pytest.mark.integration  # the argv names the tool's path: it needs the tool installed
 def test_h2load_argv(tmp_path):
     invocation = h2load.H2load().command("http://127.0.0.1:8080", SCENARIOS["echo"],
                                          Load.count(users=8, loops=10, threads=2), phase="measure", workdir=tmp_path)
@@ -145,6 +146,7 @@ def test_jmeter_refuses_a_bad_plan(tmp_path):
         jmeter.check_plan(tmp_path / "missing.jmx")
 
 
+@pytest.mark.integration  # the argv names the tool's path: it needs the tool installed
 def test_jmeter_checks_its_jtl_exists(tmp_path):
     driver = jmeter.JMeter()
     invocation = driver.command("http://127.0.0.1:9", SCENARIOS["hello"], Load.count(users=2, loops=3),
@@ -156,6 +158,7 @@ def test_jmeter_checks_its_jtl_exists(tmp_path):
 
 # --- wrk's count mode ----------------------------------------------------------------------------------
 
+@pytest.mark.integration  # the argv names the tool's path: it needs the tool installed
 def test_wrk_count_argv_script_and_a_run_cut_short(tmp_path):
     from benchlab.running.drivers import wrk
 
@@ -244,6 +247,7 @@ def test_h2load_against_tomcat_keeps_the_run_and_says_statuses_are_unchecked():
 
 # --- the driver protocol ------------------------------------------------------------------------------
 
+@pytest.mark.integration  # the argv names the tool's path: it needs the tool installed
 def test_drivers_keep_no_state_between_command_and_parse(tmp_path):
     """command() returns what parse() needs; the driver object itself is left as it was."""
     from benchlab.running import drivers

@@ -43,6 +43,7 @@ def test_a_variant_is_named_after_its_settings_and_the_name_reads_back(given, na
         assert servers.get(name) == server, "the name is a way to write the same variant"
 
 
+@pytest.mark.integration  # java=25 resolves to the installed Temurin 25, and prepare() checks wrk is there
 def test_settings_become_jvm_options_and_spring_properties():
     server = benchlab.Server.spring("jetty", java=25, virtual_threads=True, max_threads=64, gc="parallel",
                                     heap="256m")

@@ -284,6 +284,7 @@ def test_names_cannot_write_outside_results_dir(tmp_path, capture):
         benchlab.store.files.under(results, "elsewhere")
 
 
+@pytest.mark.integration  # run() checks that java and wrk are installed before it makes the folder
 def test_a_failed_run_removes_only_its_own_folder(tmp_path, monkeypatch):
     results = tmp_path / "new" / "results"
     other = results.parent / "someone-else" / "run.json"

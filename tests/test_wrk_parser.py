@@ -73,6 +73,7 @@ def test_script_carries_method_body_and_reporter():
     assert "wrk.method" not in wrk.script(SCENARIOS["hello"])
 
 
+@pytest.mark.integration  # the argv names the tool's path: it needs the tool installed
 def test_argv(tmp_path):
     from benchlab.running.load import Load
 

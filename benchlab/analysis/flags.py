@@ -276,7 +276,8 @@ def flags_by_cell(runs: pd.DataFrame):
     found = runs_flags(runs)
     ids, servers = _values(runs, "id"), _values(runs, "server")
     columns = {c: _values(runs, c) for c in keys}
-    rows, names = [], {}
+    rows: list[dict] = []
+    names: dict[tuple, set[str]] = {}
     for i in range(len(runs)):
         for flag, explanation in found[i]:
             rows.append({"level": "run", "id": ids[i], **{c: columns[c][i] for c in keys}, "server": servers[i],

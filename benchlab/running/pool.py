@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..store.files import under
 from . import backends, jars
+from .backends.base import Instance
 from .spec import RunSpec
 
 
@@ -20,7 +21,7 @@ class Pool:
 
     def __init__(self, base: Path, *, enabled: bool):
         self.base, self.enabled = base, enabled
-        self.started: dict[str, object] = {}
+        self.started: dict[str, Instance] = {}
 
     def instance(self, spec: RunSpec | None):
         """The started server for ``spec``'s server, starting it the first time; None when not enabled."""

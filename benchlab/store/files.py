@@ -14,6 +14,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from ..errors import UsageError
+
 #: The most a stored file may hold before it is read: more is damage, not a run (samples of a day at 4 Hz
 #: are some 30 MB).
 MAX_BYTES = 256 * 2**20
