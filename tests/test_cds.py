@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def _copy(jars, tmp_path: Path) -> servers.Server:
     """The undertow jar in a folder of its own, so its archive is certainly made by this test."""
     shutil.copy2(jars["spring-undertow"], tmp_path / "benchlab-undertow.jar")
-    return servers.Server(name="spring-undertow", kind="spring", jar=str(tmp_path / "benchlab-undertow.jar"),
+    return servers.SpringServer(name="spring-undertow", jar=str(tmp_path / "benchlab-undertow.jar"),
                           path="/hello", ready_path="/info", flavour="undertow")
 
 
@@ -66,7 +66,7 @@ def test_without_an_archive_the_plain_jar_starts_and_a_warning_says_why(tmp_path
     jar = tmp_path / "benchlab-broken.jar"
     with zipfile.ZipFile(jar, "w") as archive:
         archive.writestr("README", "not a Spring Boot jar: the tools jar mode cannot extract it")
-    server = servers.Server(name="spring-broken", kind="spring", jar=str(jar), flavour="broken")
+    server = servers.SpringServer(name="spring-broken", jar=str(jar), flavour="broken")
     with pytest.warns(RuntimeWarning, match="no CDS archive for spring-broken"):
         argv = server.argv(8080)
     assert argv == ["java", "-jar", str(jar), "--server.port=8080", "--server.address=127.0.0.1"]

@@ -94,7 +94,7 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
 def ensure_built(server, *, java: str | None = None, cds: bool = True) -> None:
     """Build the jars if they are missing or older than ``servers/`` (a no-op when nothing changed); given
     ``java``, also the server's CDS archive for that JVM, so the first start does not make it."""
-    if server.kind == "spring":
+    if server.builtin:
         build()
         if java is not None and server.settings.aot:
             prepare_aot(server, java)  # trained before the run, so no run's time includes the training
@@ -188,7 +188,7 @@ def prepare_cds(server, java: str = "java") -> Cds:
     >>> prepare_cds(benchlab.running.servers.get("spring-jetty")).metadata()["launch"]   # doctest: +SKIP
     'cds'
     """
-    if server.kind != "spring":
+    if not server.builtin:
         raise UsageError(f"CDS applies to the built-in Spring servers, not to {server.name}")
     jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java
@@ -261,7 +261,7 @@ def prepare_aot(server, java: str = "java") -> Cds:
     >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"),  # doctest: +SKIP
     ...             "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
     """
-    if server.kind != "spring":
+    if not server.builtin:
         raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")
     jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java

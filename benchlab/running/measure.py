@@ -59,7 +59,7 @@ def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tu
 def _server_info(url: str, server: servers.Server) -> dict:
     """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
     size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
-    if server.kind != "spring":
+    if not server.builtin:
         return {"server": server.name, "server_version": None}
     try:
         status, body = http_get(url, "/info", timeout=10)
@@ -135,7 +135,7 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite,
         run_dir.mkdir(parents=True, exist_ok=True)
     first_dir, first_id = windows[0]
     driver = drivers.get(spec.driver, spec.load.model)
-    jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds and spec.backend == "local")
+    spec.build()
     started_at = now()
     name = f"{first_id}@{started_at}"  # the fork: unique even where two folders hold the same run ids
     backend = backends.get(spec.backend, **spec.backend_options)
@@ -185,7 +185,7 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite,
 
 def _start(spec: RunSpec, backend, run_id: str, log_path: Path):
     """The fork's server: attached to when it is a URL benchlab does not own, else started by the backend."""
-    if spec.server.kind == "url":
+    if not spec.server.starts:
         return _Attached(spec.server)
     return backend.start(spec.server, spec.launch(run_id, log_path))
 
@@ -201,10 +201,10 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
     wrong = variants.mismatch(spec.server.name, checks)
     if wrong:
         raise ServerError(wrong, metadata={"server": info, "settings": checks})
-    meta = metadata.collect(java=spec.server_java if spec.server.kind == "spring" else "java", driver=spec.driver)
+    meta = metadata.collect(java=spec.server_java if spec.server.builtin else "java", driver=spec.driver)
     meta.update(
         server=info,
-        accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.kind == "spring"
+        accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.builtin
                       else {}),
         settings=checks,
         launch=_launch_metadata(spec),
@@ -259,7 +259,7 @@ def _window(spec: RunSpec, driver, instance, runner, jvm, run_dir: Path, waited:
 
 def _launch_metadata(spec: RunSpec) -> dict | None:
     """How a built-in server was launched locally: from its AOT cache, its CDS archive or the plain jar."""
-    if spec.server.kind != "spring" or spec.backend != "local":
+    if not spec.server.builtin or spec.backend != "local":
         return None
     if spec.server.settings.aot:
         return _aot_metadata(spec)

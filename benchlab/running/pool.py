@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from ..store.files import under
-from . import backends, jars
+from . import backends
 from .backends.base import Instance
 from .spec import RunSpec
 
@@ -29,7 +29,7 @@ class Pool:
             return None
         name = spec.server.name
         if name not in self.started:
-            jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
+            spec.build()
             backend = backends.get(spec.backend, **spec.backend_options)
             launch = spec.launch(f"shared-{name}", under(self.base, f"{name}.server.log"))
             # started outside any run's hold on the cores, so on its own cores only

@@ -17,6 +17,7 @@ import shlex
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from .. import home
 from ..errors import UsageError
@@ -79,14 +80,21 @@ def scenario(name: str | Scenario) -> Scenario:
 
 @dataclass(frozen=True)
 class Server:
-    """A server to measure.
-
-    ``kind`` is ``spring`` (a built-in jar), ``command`` (any program benchlab starts; ``{port}`` in its
-    argv is replaced by a free port) or ``url`` (already running; benchlab only sends it load).
+    """A server to measure, of one of three kinds, each knowing how it starts and what it reports:
+    :class:`SpringServer` (a built-in jar), :class:`CommandServer` (any program benchlab starts; ``{port}``
+    in its argv is replaced by a free port) and :class:`UrlServer` (already running; benchlab only sends it
+    load). ``kind`` names the kind.
     """
 
+    #: the kind's name: spring, command or url
+    kind: ClassVar[str] = "server"
+    #: benchlab starts it; an attached URL it only loads
+    starts: ClassVar[bool] = True
+    #: a built-in Spring Boot jar: it takes JVM options and settings, answers GET /info, starts from a CDS
+    #: archive or an AOT cache, and has a docker image
+    builtin: ClassVar[bool] = False
+
     name: str
-    kind: str
     jar: str | None = None
     command: tuple[str, ...] = ()
     url: str | None = None
@@ -135,7 +143,7 @@ class Server:
 
     def with_settings(self, **given) -> Server:
         """This built-in server with more settings (None keeps a setting as it is); its name says them all."""
-        if self.kind != "spring":
+        if not self.builtin:
             raise UsageError(f"settings such as {', '.join(given)} apply to the built-in Spring servers, not to "
                              f"{self.name}; set them in its own command")
         current = self.settings
@@ -165,7 +173,7 @@ class Server:
             raise UsageError("give port=... or put {port} in the command, so benchlab knows where it listens")
         if not path.startswith("/"):
             raise UsageError(f"path must start with '/', not {path!r}")
-        return cls(name=name or Path(argv[0]).name, kind="command", command=tuple(argv), port=port,
+        return CommandServer(name=name or Path(argv[0]).name, command=tuple(argv), port=port,
                    path=path, ready_path=ready_path, env=tuple((env or {}).items()))
 
     @classmethod
@@ -179,7 +187,7 @@ class Server:
             path += "?" + parsed.query
         # An IPv6 address keeps its brackets in the url (http://[::1]:8080), or the port reads as part of it.
         host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
-        return cls(name=name or f"{host}:{parsed.port}", kind="url", url=f"http://{host}:{parsed.port}",
+        return UrlServer(name=name or f"{host}:{parsed.port}", url=f"http://{host}:{parsed.port}",
                    port=parsed.port, path=path)
 
     @property
@@ -187,7 +195,7 @@ class Server:
         return Scenario("custom", self.path)
 
     def scenario(self, name: str | Scenario | None) -> Scenario:
-        if self.kind == "spring" and not (isinstance(name, str) and name.startswith("/")):
+        if self.builtin and not (isinstance(name, str) and name.startswith("/")):
             return scenario(name or "hello")
         if name in (None, "custom"):
             return self.default_scenario
@@ -199,30 +207,73 @@ class Server:
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
              cds: bool = True) -> list[str]:
+        """The command that starts this server on ``port``."""
+        raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
+
+    def programs(self, java: str) -> list[tuple[str, str]]:
+        """The programs that must be installed to start it locally, each with how to install it."""
+        return []
+
+
+@dataclass(frozen=True)
+class SpringServer(Server):
+    """A built-in Spring Boot server: ``java <settings' and given JVM options> -jar <jar> <its arguments>``."""
+
+    kind: ClassVar[str] = "spring"
+    builtin: ClassVar[bool] = True
+
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+             cds: bool = True) -> list[str]:
         """The command that starts this server on ``port``.
 
-        A built-in server starts from its Class Data Sharing archive for this ``java`` when ``cds`` is true,
-        making the archive first if there is none (:func:`prepare_cds`); from the plain jar otherwise, or
-        when no archive can be made.
+        It starts from its Class Data Sharing archive for this ``java`` when ``cds`` is true, making the
+        archive first if there is none (:func:`prepare_cds`); from the plain jar otherwise, or when no
+        archive can be made.
         """
-        if self.kind == "spring":
-            if self.settings.aot:  # the AOT cache holds what a CDS archive would, and more: one or the other
-                cache = prepare_aot(self, java)
-                start, share = Cds(jar=cache.jar), [f"-XX:AOTCache={cache.archive}", "-XX:AOTMode=on"]
-            else:
-                start = prepare_cds(self, java) if cds else Cds(jar=self.spring_jar)
-                share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
-            # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
-            return [java, *share, *self.settings.jvm_options(), *jvm_opts, "-jar", start.jar,
-                    *self.settings.arguments(self.spring_flavour), f"--server.port={port}", f"--server.address={host}"]
-        if self.kind == "command":
-            return [a.replace("{port}", str(port)) for a in self.command]
-        raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
+        if self.settings.aot:  # the AOT cache holds what a CDS archive would, and more: one or the other
+            cache = prepare_aot(self, java)
+            start, share = Cds(jar=cache.jar), [f"-XX:AOTCache={cache.archive}", "-XX:AOTMode=on"]
+        else:
+            start = prepare_cds(self, java) if cds else Cds(jar=self.spring_jar)
+            share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
+        # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
+        return [java, *share, *self.java_arguments(port, jvm_opts=jvm_opts, jar=start.jar, host=host)]
+
+    def java_arguments(self, port: int, *, jvm_opts=(), jar: str, host: str) -> list[str]:
+        """What follows ``java`` (and a sharing archive) on the command line, locally and in a container alike:
+        the settings' JVM options, the given ones, the jar and the Spring arguments."""
+        return [*self.settings.jvm_options(), *jvm_opts, "-jar", jar, *self.settings.arguments(self.spring_flavour),
+                f"--server.port={port}", f"--server.address={host}"]
+
+    def programs(self, java: str) -> list[tuple[str, str]]:
+        return [(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")]
+
+
+@dataclass(frozen=True)
+class CommandServer(Server):
+    """A program benchlab starts, in any language (:meth:`Server.from_command`)."""
+
+    kind: ClassVar[str] = "command"
+
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+             cds: bool = True) -> list[str]:
+        return [a.replace("{port}", str(port)) for a in self.command]
+
+    def programs(self, java: str) -> list[tuple[str, str]]:
+        return [(self.command[0], f"install {self.command[0]} or give its full path")]
+
+
+@dataclass(frozen=True)
+class UrlServer(Server):
+    """A server that is already running (:meth:`Server.from_url`): benchlab only sends it load."""
+
+    kind: ClassVar[str] = "url"
+    starts: ClassVar[bool] = False
 
 
 def _spring(flavour: str) -> Server:
     jar = home.servers_dir() / flavour / "target" / f"benchlab-{flavour}.jar"
-    return Server(name=f"spring-{flavour}", kind="spring", jar=str(jar), path="/hello", ready_path="/info",
+    return SpringServer(name=f"spring-{flavour}", jar=str(jar), path="/hello", ready_path="/info",
                   flavour=flavour, image=f"benchlab/spring-{flavour}")
 
 

@@ -14,7 +14,6 @@ import hashlib
 import inspect
 import json
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,6 +192,13 @@ class RunSpec:
         """The JVM the server runs on: its variant's java setting, else the ``java`` option."""
         return self.server.settings.java or self.java
 
+    def build(self) -> None:
+        """The server's jar built, and its CDS archive or AOT cache for this run's java made, before any run's
+        time starts (a container starts from its image's jar, without an archive)."""
+        from .jars import ensure_built
+
+        ensure_built(self.server, java=self.server_java, cds=self.cds and self.backend == "local")
+
     def launch(self, run_id: str, log_path: Path) -> backends.Launch:
         """How a backend starts this spec's server: its port (the one asked, or a free one), cores and JVM."""
         return backends.Launch(run_id=run_id, port=self.port or self.server.port or backends.free_port(),
@@ -246,7 +252,7 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     startup = parse_duration(startup_timeout, what="startup_timeout")
     if startup <= 0:
         raise UsageError("startup_timeout must be more than 0 seconds, for example '90s'")
-    if server.kind == "url":
+    if not server.starts:
         servers.check_loopback(server.url, allow_remote=allow_remote)
     if backend == "docker":
         _check_docker(docker_host, load_docker_host, memory, allow_remote=allow_remote)
@@ -264,11 +270,9 @@ def check_tools(spec: RunSpec) -> None:
     """The programs the run starts are installed: a local Spring server's java, a command server's program
     and the load tool. Checked after every option, so a wrong option is named even where a tool is missing
     (and the fast tier of the tests needs none)."""
-    server = spec.server
-    if server.kind == "spring" and spec.backend == "local":
-        process.require(spec.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
-    if server.kind == "command":
-        process.require(server.command[0], f"install {server.command[0]} or give its full path")
+    if spec.backend == "local":  # a container has its own JDK
+        for program, install in spec.server.programs(spec.java):
+            process.require(program, install)
     drivers.get(spec.driver, spec.load.model).executable()
 
 
@@ -301,7 +305,7 @@ def _jvm_opts(jvm_opts, server: servers.Server) -> tuple[str, ...]:
     if isinstance(jvm_opts, str):
         jvm_opts = jvm_opts.split()
     jvm_opts = tuple(jvm_opts or ())
-    if jvm_opts and server.kind != "spring":
+    if jvm_opts and not server.builtin:
         raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
     return jvm_opts
 
@@ -315,14 +319,9 @@ def _check_port(port, server: servers.Server) -> None:
     """A port is 1-65535, and free on 127.0.0.1 where benchlab starts the server."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise UsageError(f"port must be 1-65535, not {port!r}")
-    if server.kind == "url":
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            raise UsageError(f"port {port} on 127.0.0.1 is in use by another program: stop it, or leave port "
-                             "unset and benchlab picks a free one") from None
+    if server.starts and backends.port_in_use(port):
+        raise UsageError(f"port {port} on 127.0.0.1 is in use by another program: stop it, or leave port "
+                         "unset and benchlab picks a free one")
 
 
 def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) -> None:

@@ -58,15 +58,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether another program holds ``port`` on ``host``: the one probe, before a run and at its start."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
         except OSError:
-            raise ServerError(
-                f"port {port} on {host} is in use by another program: stop it, or pick another port "
-                "(leave port unset and benchlab picks a free one)"
-            ) from None
+            return True
+    return False
+
+
+def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """At a server's start: a port taken since the options were checked fails the run."""
+    if port_in_use(port, host):
+        raise ServerError(f"port {port} on {host} is in use by another program: stop it, or pick another port "
+                          "(leave port unset and benchlab picks a free one)")
 
 
 def start_failure_hint(log: str) -> str:

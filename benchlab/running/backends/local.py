@@ -26,7 +26,7 @@ def _wide(server, launch: Launch) -> bool:
     than the server's. On one pinned core Spring Boot took 5.3 s to answer, on two 3.2 s; its ergonomics
     (SerialGC, one compiler thread, the pools' sizes) stay those of its own cores through
     ``-XX:ActiveProcessorCount``, unless the JVM options set that themselves."""
-    return (server.kind == "spring" and bool(launch.cpus) and bool(set(launch.start_cpus) - set(launch.cpus))
+    return (server.builtin and bool(launch.cpus) and bool(set(launch.start_cpus) - set(launch.cpus))
             and not any(o.startswith("-XX:ActiveProcessorCount=") for o in launch.jvm_opts))
 
 
@@ -105,10 +105,8 @@ class LocalBackend:
     name = "local"
 
     def start(self, server, launch: Launch) -> LocalInstance:
-        if server.kind == "spring":
-            process.require(launch.java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")
-        if server.kind == "command":
-            process.require(server.command[0], f"install {server.command[0]} or give its full path")
+        for program, install in server.programs(launch.java):
+            process.require(program, install)
         check_port_free(launch.port, launch.host)
         wide = _wide(server, launch)
         jvm_opts = (f"-XX:ActiveProcessorCount={len(launch.cpus)}", *launch.jvm_opts) if wide else launch.jvm_opts

@@ -82,7 +82,7 @@ class DockerBackend:
     def start(self, server, launch: Launch) -> DockerInstance:
         import docker
 
-        if server.kind != "spring":
+        if not server.builtin:
             raise UsageError(f"the docker backend runs the built-in servers ({', '.join(servers.BUILTINS)}); "
                              f"run {server.name} with backend='local'")
         check_engine(self.docker_host, allow_remote=launch.allow_remote)

@@ -116,9 +116,7 @@ class DockerInstance:
         self._stats: ContainerStats | None = None
         self._exited = threading.Event()
         self._stopped = False
-        self.command = [*server.settings.jvm_options(), *launch.jvm_opts, "-jar", JAR_IN_IMAGE,
-                        *server.settings.arguments(server.flavour), f"--server.port={launch.port}",
-                        f"--server.address={bind}"]
+        self.command = server.java_arguments(launch.port, jvm_opts=launch.jvm_opts, jar=JAR_IN_IMAGE, host=bind)
         memory = parse_memory(launch.memory)
         self.metadata: dict = {"container": self.name, "image": image.tag, "image_id": image.id,
                                "argv": ["java", *self.command], "cpus": list(launch.cpus)}

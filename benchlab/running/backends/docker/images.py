@@ -264,7 +264,7 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
                  force: bool = False) -> Image:
     """The image of a built-in server on ``base_image`` (the offline base by default), built if missing."""
     server = servers.get(server)
-    if server.kind != "spring":
+    if not server.builtin:
         raise UsageError(f"{server.name} is not a built-in server: only those have images (benchlab/spring-*)")
     jars.ensure_built(server)
     base = base_image or build_base(client).tag  # as given, or the offline base (built if missing)
