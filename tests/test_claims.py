@@ -166,3 +166,34 @@ def test_the_claims_table_matches_the_published_figures():
             ratio = means[row["server"]] / means[row["baseline"]]
             assert ratio == pytest.approx(row["published"], abs=0.006), row["claim"]
         assert row["verdict"] if "verdict" in row else True
+
+
+def test_the_replay_refuses_its_own_bad_parameters_in_one_line():
+    from benchlab.present import replay
+    from benchlab.present.notebook import ParameterError
+
+    replay.check(experiments=["wrk"], users=[100], loops=[1000], count_drivers=["jmeter"])
+    with pytest.raises(ParameterError, match="unknown experiment ab: choose wrk, jmeter"):
+        replay.check(experiments=["wrk", "ab"], users=[100], loops=[1000], count_drivers=["jmeter"])
+    with pytest.raises(ParameterError, match="users and loops pair up"):
+        replay.check(experiments=["jmeter"], users=[100, 1000], loops=[1000], count_drivers=["jmeter"])
+    with pytest.raises(ParameterError, match="count_drivers"):
+        replay.check(experiments=["jmeter"], users=[100], loops=[1000], count_drivers=["ab"])
+
+
+def test_the_replay_tables_show_ours_beside_theirs():
+    from benchlab.present import replay
+
+    rows = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [150.0, 151.0, 149.0, 150.5, 149.5])
+    table = pd.DataFrame([claim(claim="u", published=1.5), claim(claim="t", experiment="jmeter", users=100,
+                                                                      loops=1000, connections=math.nan)])
+    found = claims.judge(table, {"wrk": Suite(rows)})
+    shown = replay.verdict_table(table, found, "jmeter")
+    assert list(shown.index) == ["u", "t"] and shown.loc["u", "published"] == "1.50"
+    assert shown.loc["u", "ours"].startswith("1.50 [") and shown.loc["t", "ours"] == "-", "no count runs: no figure"
+    assert shown.loc["u", "verdict (count: jmeter)"] == "holds"
+    ours = replay.ratios(Suite(rows).runs, "rps", "spring-tomcat")
+    assert ours.loc["spring-undertow", "ratio"] == pytest.approx(1.5)
+    theirs = pd.DataFrame({"server": ["spring-tomcat", "spring-undertow"], "value": [10.0, 14.7]})
+    both = replay.side_by_side(ours, replay.ratios(theirs, "value", "spring-tomcat"))
+    assert both.loc["spring-undertow", ["ratio ours", "ratio published"]].tolist() == pytest.approx([1.5, 1.47])
