@@ -267,13 +267,13 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
 
 
 def check_tools(spec: RunSpec) -> None:
-    """The programs the run starts are installed: a local Spring server's java, a command server's program
-    and the load tool. Checked after every option, so a wrong option is named even where a tool is missing
+    """The programs the run starts are installed: the load tool, a local Spring server's java and a command
+    server's program. Checked after every option, so a wrong option is named even where a tool is missing
     (and the fast tier of the tests needs none)."""
+    drivers.get(spec.driver, spec.load.model).executable()
     if spec.backend == "local":  # a container has its own JDK
         for program, install in spec.server.programs(spec.java):
             process.require(program, install)
-    drivers.get(spec.driver, spec.load.model).executable()
 
 
 def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
