@@ -220,6 +220,7 @@ def test_vegeta_mixed_results_count_errors_by_kind():
     assert (m["errors_timeout"], m["errors_connect"], m["requests"]) == (3, 2, 405)
 
 
+@pytest.mark.integration  # the argv names vegeta's path: it needs vegeta installed (.ci/install-drivers.sh)
 def test_vegeta_argv(tmp_path):
     driver = vegeta.Vegeta()
     load = Load.constant_rate(12.5, duration="3s", warmup="1s")
