@@ -1,8 +1,8 @@
 """The shared servers of ``restart="never"``: each server started once, kept for all its runs, then stopped.
 
 >>> with Pool(Path("data/results/x"), enabled=False) as pool:
-...     pool.instance(None) is None
-True
+...     pool.started
+{}
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ class Pool:
         self.base, self.enabled = base, enabled
         self.started: dict[str, Instance] = {}
 
-    def instance(self, spec: RunSpec | None):
+    def instance(self, spec: RunSpec) -> Instance | None:
         """The started server for ``spec``'s server, starting it the first time; None when not enabled."""
-        if not self.enabled or spec is None:
+        if not self.enabled:
             return None
         name = spec.server.name
         if name not in self.started:
