@@ -9,9 +9,10 @@ the reasons and the calibration.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -19,6 +20,8 @@ EXACT_SPLITS = 20_000
 #: From this many repeats a side, with no tie, Mann-Whitney's p comes from its normal approximation.
 NORMAL_FROM = 50
 MONTE_CARLO_SPLITS = 10_000
+#: The largest cell's splits (repeats x splits) kept in memory, per (na, nb), between calls.
+MASK_SIZE = 1_000_000
 SEED = 20261130
 
 
@@ -90,39 +93,82 @@ def _welch_p(a: np.ndarray, b: np.ndarray):
     return 2 * stats.t.sf(t, welch_df(va, vb, a.shape[-1], b.shape[-1]))
 
 
-def _splits(na: int, nb: int):
-    """0/1 matrices (na + nb, k), each column marking the first sample of one split of the pooled repeats:
+def _split_count(na: int, nb: int) -> int:
+    every = math.comb(na + nb, na)
+    return every if every <= EXACT_SPLITS else MONTE_CARLO_SPLITS
+
+
+def _splits(na: int, nb: int) -> Iterator[np.ndarray]:
+    """The splits of the pooled repeats in blocks, one row each holding the indices of the first sample's na:
     every split when there are at most EXACT_SPLITS, else MONTE_CARLO_SPLITS random ones from SEED."""
     n = na + nb
     step = max(1, min(1000, 1_000_000 // n))
-    chunks: Iterable[list[tuple[int, ...]] | np.ndarray]  # rows of the first sample's indices, one per split
     if math.comb(n, na) <= EXACT_SPLITS:
         every = itertools.combinations(range(n), na)
-        chunks = iter(lambda: list(itertools.islice(every, step)), [])
-    else:
-        rng = np.random.default_rng(SEED)
-        chunks = (np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
-                  for start in range(0, MONTE_CARLO_SPLITS, step))
-    for chosen in chunks:
-        mask = np.zeros((len(chosen), n))
-        np.put_along_axis(mask, np.asarray(chosen), 1.0, axis=1)
-        yield mask.T
+        for block in iter(lambda: list(itertools.islice(every, step)), []):
+            yield np.array(block, dtype=np.intp)
+        return
+    rng = np.random.default_rng(SEED)
+    for start in range(0, MONTE_CARLO_SPLITS, step):
+        yield np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
+
+
+def _masks(na: int, nb: int) -> Iterator[np.ndarray]:
+    """The same splits as 0/1 matrices (na + nb, block): ranks @ mask is each split's rank sum."""
+    for chosen in _splits(na, nb):
+        mask = np.zeros((len(chosen), na + nb))
+        np.put_along_axis(mask, chosen, 1.0, axis=1)
+        yield np.ascontiguousarray(mask.T)
+
+
+@functools.lru_cache(maxsize=8)
+def _kept(na: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every split at once, indices and mask, kept per (na, nb) for a cell small enough (MASK_SIZE): a
+    simulation asks for the same splits thousands of times."""
+    chosen, mask = np.concatenate(list(_splits(na, nb))), np.concatenate(list(_masks(na, nb)), axis=1)
+    chosen.flags.writeable = mask.flags.writeable = False
+    return chosen, mask
 
 
 def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
     """Two-sided p of the Mann-Whitney rank sum from its permutation distribution, with midranks for ties:
-    exact over every split, or Monte Carlo with p = (1 + k) / (1 + splits) so it never undershoots."""
+    exact over every split, or Monte Carlo with p = (1 + k) / (1 + splits) so it never undershoots.
+
+    The null distribution depends only on the pooled ranks as a set, so rows with the same sorted ranks
+    (every row without ties) share it: for a small cell it is computed once per set, and each row is
+    counted against its set's. Tied rows, mostly each its own set, take every split at once."""
     from scipy import stats
 
     na, nb = a.shape[-1], b.shape[-1]
     ranks = stats.rankdata(np.concatenate([a, b], axis=-1), axis=-1)
     centre = na * (na + nb + 1) / 2
-    observed = np.abs(ranks[..., :na].sum(axis=-1) - centre)[..., None] - 1e-9  # ranks are multiples of 1/2
-    at_least, splits = np.zeros(ranks.shape[:-1]), 0
-    for mask in _splits(na, nb):
-        at_least += (np.abs(ranks @ mask - centre) >= observed).sum(axis=-1)
-        splits += mask.shape[1]
+    observed = np.abs(ranks[..., :na].sum(axis=-1) - centre) - 1e-9  # ranks are multiples of 1/2
+    splits = _split_count(na, nb)
+    if (na + nb) * splits > MASK_SIZE:  # a large cell: the splits a block at a time, never all in memory
+        at_least = np.zeros(ranks.shape[:-1])
+        for mask in _masks(na, nb):
+            at_least += (np.abs(ranks @ mask - centre) >= observed[..., None]).sum(axis=-1)
+    else:
+        at_least = _counted(ranks.reshape(-1, na + nb), observed.ravel(), centre, *_kept(na, nb))
+    at_least = at_least.reshape(ranks.shape[:-1])
     return at_least / splits if math.comb(na + nb, na) <= EXACT_SPLITS else (1 + at_least) / (1 + splits)
+
+
+def _counted(pooled: np.ndarray, observed: np.ndarray, centre: float, chosen: np.ndarray, mask: np.ndarray):
+    """Per row of ``pooled`` ranks, how many splits give a rank sum at least as far from ``centre``."""
+    sets, which = np.unique(np.sort(pooled, axis=-1), axis=0, return_inverse=True)
+    at_least = np.empty(observed.shape)
+    if 4 * len(sets) > len(pooled):  # mostly one row a set: every split of a block of rows at once
+        step = max(1, 250_000 // mask.shape[1])
+        for start in range(0, len(pooled), step):
+            block = slice(start, start + step)
+            at_least[block] = (np.abs(pooled[block] @ mask - centre) >= observed[block, None]).sum(axis=-1)
+        return at_least
+    order = np.argsort(which.ravel(), kind="stable")
+    for ranks_set, rows in zip(sets, np.split(order, np.cumsum(np.bincount(which.ravel()))[:-1])):
+        spread = np.sort(np.abs(ranks_set[chosen].sum(axis=-1) - centre))
+        at_least[rows] = spread.size - np.searchsorted(spread, observed[rows], side="left")
+    return at_least
 
 
 # --- the rules, vectorised: each picks its method per row, so a simulation runs exactly this code -------
