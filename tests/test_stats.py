@@ -310,7 +310,7 @@ def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
         "server": ["a", "b"], "jit_share": [None, 0.0, 0.049, 0.3, 1.8], "jit_compile_s": [None, 0.0, 3.2],
         "gc_share": [None, 0.01, 0.15], "server_idle_s": [None, 0.0, 1.9, 2.0, 5.5],
     }
-    rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(600)]
+    rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(250)]  # each flag 10+ times
     runs = frame(rows)
     assert flags.runs_flags(runs) == [flags.run_flags(row) for _, row in runs.iterrows()]
     assert {flag for found in flags.runs_flags(runs) for flag, _ in found} == set(flags.FLAGS) - {
@@ -318,14 +318,14 @@ def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
 
 
 def test_large_cells_without_ties_use_the_normal_approximation():
-    # Thousands of repeats a side: 10,000 random splits cost most of a second a pair. Without ties and with
+    # A thousand repeats a side: 10,000 random splits cost a third of a second a pair. Without ties and with
     # 50+ repeats a side the normal approximation is as good, and the verdict names it.
     import numpy as np
 
     from benchlab.analysis import intervals
 
     rng = np.random.default_rng(1)
-    a, b = rng.normal(100.2, 1, 3000), rng.normal(100.0, 1, 3000)
+    a, b = rng.normal(100.2, 1, 1000), rng.normal(100.0, 1, 1000)
     test, p = stats.test_difference(a, b)
     assert test == "Mann-Whitney normal"
     assert p == pytest.approx(float(intervals._mann_whitney_p(a, b)), abs=0.01)  # Monte Carlo error ~0.002
@@ -368,3 +368,28 @@ def test_the_knee_is_the_fewest_connections_near_the_best_and_the_highest_rate_s
                           "rps": [200.0, 396.0, 500.0], "p99": [0.001, 0.002, 0.5]})
     row = knees(rated, by_rate=True).iloc[0]
     assert row["highest rate served at >= 95% (req/s)"] == 400 and row["p99 there (ms)"] == 2.0
+
+
+def test_the_permutation_p_is_scipys_exact_p_and_each_row_its_own():
+    # Without ties the exact permutation p is scipy's exact Mann-Whitney p. Many rows share one null
+    # distribution (counted by search), tied rows mostly have their own (every split at once), and a cell
+    # past MASK_SIZE streams its splits: each row's p must be what that row alone gets, whichever path ran.
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    from benchlab.analysis import intervals
+
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(1.0, 1, (300, 5)), rng.normal(0.0, 1, (300, 6))
+    exact = scipy_stats.mannwhitneyu(a, b, method="exact", axis=-1).pvalue
+    assert np.allclose(intervals._mann_whitney_p(a, b), exact)
+    tied_a, tied_b = np.round(a), np.round(b)  # ties: most rows a set of their own
+    together = intervals._mann_whitney_p(tied_a, tied_b)
+    alone = [intervals._mann_whitney_p(tied_a[i:i + 1], tied_b[i:i + 1])[0] for i in range(0, 300, 37)]
+    assert np.array_equal(together[::37], alone)
+    many_a, many_b = rng.normal(0.3, 1, (40, 60)), np.round(rng.normal(0.0, 1, (40, 60)), 1)  # Monte Carlo
+    assert (60 + 60) * intervals._split_count(60, 60) > intervals.MASK_SIZE, "this cell streams its splits"
+    streamed = intervals._mann_whitney_p(many_a, many_b)
+    assert np.array_equal(streamed[:3], [intervals._mann_whitney_p(many_a[i:i + 1], many_b[i:i + 1])[0]
+                                         for i in range(3)])
+    assert ((streamed > 0) & (streamed <= 1)).all() and streamed.mean() < 0.5, "a shift of 0.3 sd, 60 a side"
