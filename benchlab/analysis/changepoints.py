@@ -71,25 +71,22 @@ def segments(values, *, penalty: float = PENALTY, min_segment: int = MIN_SEGMENT
     x = np.log(raw) if (raw > 0).all() else raw
     sigma2 = noise(x) ** 2
     beta = penalty * math.log(max(n, 2))
-    s1 = np.concatenate([[0.0], np.cumsum(x)])
-    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
-
-    def cost(a: int, b: int) -> float:
-        m = b - a
-        total = s1[b] - s1[a]
-        return (s2[b] - s2[a] - total * total / m) / sigma2
-
+    # Plain floats, not numpy scalars: the double loop is the cost of a warm-up's every slice.
+    s1 = [0.0, *np.cumsum(x).tolist()]
+    s2 = [0.0, *np.cumsum(x * x).tolist()]
     best = [0.0] + [math.inf] * n
     cut = [0] * (n + 1)
-    for b in range(1, n + 1):
-        for a in range(0, b - min_segment + 1) if b >= min_segment else ():
-            if a != 0 and a < min_segment:
-                continue
-            value = best[a] + cost(a, b) + (beta if a > 0 else 0.0)
-            if value < best[b]:
-                best[b], cut[b] = value, a
-        if best[b] == math.inf:  # fewer slices than a segment: one short segment
-            best[b], cut[b] = cost(0, b), 0
+    for b in range(1, min(min_segment, n + 1)):  # fewer slices than a segment: one short segment
+        best[b] = (s2[b] - s1[b] * s1[b] / b) / sigma2
+    for b in range(min_segment, n + 1):
+        sb1, sb2 = s1[b], s2[b]
+        low, where = (sb2 - sb1 * sb1 / b) / sigma2, 0  # no cut before b
+        for a in range(min_segment, b - min_segment + 1):
+            total = sb1 - s1[a]
+            value = best[a] + (sb2 - s2[a] - total * total / (b - a)) / sigma2 + beta
+            if value < low:
+                low, where = value, a
+        best[b], cut[b] = low, where
     bounds = []
     b = n
     while b > 0:
