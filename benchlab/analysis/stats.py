@@ -121,20 +121,20 @@ def components(values, forks) -> dict:
     >>> c["forks"], c["windows"], round(c["within_cv"], 3), round(c["between_cv"], 2)
     (2, 6, 0.02, 0.29)
     """
-    frame = pd.DataFrame({"v": pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float),
-                          "f": list(forks)})
-    frame = frame[np.isfinite(frame["v"]) & (frame["v"] > 0)]
-    y = np.log(frame["v"].to_numpy())
-    sizes = frame.groupby("f", sort=False).size().to_numpy()
+    v = pd.to_numeric(pd.Series(list(values)), errors="coerce").astype(float).to_numpy()
+    codes, _ = pd.factorize(pd.Series(list(forks), dtype=object))  # a missing fork key is -1: left out
+    keep = np.isfinite(v) & (v > 0) & (codes >= 0)
+    y = np.log(v[keep])
+    codes, _ = pd.factorize(codes[keep])
+    sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=int)
     k, n = len(sizes), len(y)
     out = {"forks": k, "windows": n, "between_cv": math.nan, "within_cv": math.nan}
     if k == 0:
         return out
-    means = frame.assign(y=y).groupby("f", sort=False)["y"].transform("mean").to_numpy()
-    within = float(((y - means) ** 2).sum() / (n - k)) if n > k else math.nan
+    fork_means = np.bincount(codes, weights=y) / sizes
+    within = float(((y - fork_means[codes]) ** 2).sum() / (n - k)) if n > k else math.nan
     out["within_cv"] = math.sqrt(within) if within == within else math.nan
     if k >= 2:
-        fork_means = frame.assign(y=y).groupby("f", sort=False)["y"].mean().to_numpy()
         msb = float((sizes * (fork_means - y.mean()) ** 2).sum() / (k - 1))
         n0 = (n - (sizes ** 2).sum() / n) / (k - 1)
         between = max(0.0, (msb - (within if within == within else 0.0)) / n0)
