@@ -22,6 +22,7 @@ What runs inside the kernel is :mod:`benchlab.present.notebook`; this module run
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -116,6 +117,15 @@ def _inline_charts(nb) -> int:
     return count
 
 
+@functools.lru_cache(maxsize=1)
+def _vega_bundle() -> str:
+    """The Vega libraries as one script, made once per process (a second each): a batch renders many pages."""
+    import vl_convert
+
+    # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
+    return vl_convert.javascript_bundle().replace("</script", "<\\/script")  # type: ignore[call-arg]
+
+
 def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> Path:
     """Render an executed notebook as one standalone HTML file that shows its charts without a network.
 
@@ -128,15 +138,13 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     """
     import jinja2
     import nbformat
-    import vl_convert
     from nbconvert import HTMLExporter
 
     ipynb = Path(ipynb)
     page = Path(page) if page else ipynb.with_suffix(".html")
     nb = nbformat.read(str(ipynb), as_version=4)
     charts = _inline_charts(nb)
-    # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
-    bundle = vl_convert.javascript_bundle().replace("</script", "<\\/script") if charts else ""  # type: ignore[call-arg]
+    bundle = _vega_bundle() if charts else ""
     exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"benchlab.html.j2": _TEMPLATE})],
                             template_file="benchlab.html.j2")
     body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})
