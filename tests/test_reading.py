@@ -220,6 +220,7 @@ KINDS = {
     "rps NaN": (_set("metrics", "rps", value=math.nan), "not nan"),
     "rps Infinity": (_set("metrics", "rps", value=math.inf), "metric rps is inf"),
     "negative errors": (_set("metrics", "errors_connect", value=-500), "errors_connect is -500"),
+    "a JVM option null": (_set("params", "jvm_opts", value=[None]), "param jvm_opts is [None]"),  # hypothesis found it
     "samples a path": (_set("samples", value="../../x"), "'../../x', not a file beside it"),
     "samples absolute": (_set("samples", value="/etc/passwd"), "'/etc/passwd', not a file beside it"),
     "run.json to /dev/zero": (_replace("run.json", lambda p: p.symlink_to("/dev/zero")), "symbolic link"),
@@ -262,6 +263,13 @@ def test_three_good_runs_and_one_damaged(tmp_path, kind):
         strict = benchlab.load(tmp_path, strict=True)
         strict.summary(["rps", "p99"])
         _ = strict.samples  # read as a notebook would: a damaged samples file raises here
+
+
+def test_files_null_is_a_run_without_files(tmp_path):
+    # null is "none" everywhere in run.json (hypothesis found that "files" was the exception, a TypeError)
+    _set("files", value=None)(write_good(tmp_path, "r1"))
+    suite = benchlab.load(tmp_path, strict=True)
+    assert suite.runs["id"].tolist() == ["r1"] and suite.records[0].files == ()
 
 
 def test_nothing_readable_is_one_error_naming_the_first(tmp_path):

@@ -178,7 +178,7 @@ class Run:
             counters=Counters(stored) if stored is not None else (), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
-            files=tuple(doc.get("files", ())), directory=directory,
+            files=tuple(doc.get("files") or ()), directory=directory,
         )
 
 

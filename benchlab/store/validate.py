@@ -41,7 +41,7 @@ _NONE = type(None)
 _NUMBER_TYPES, _TEXT_TYPES = frozenset((int, float, _NONE)), frozenset((str, _NONE))
 _SCALAR_TYPES, _CONTAINERS = frozenset((str, int, float, bool, _NONE)), frozenset((dict, list, _NONE))
 _INTS, _DICTS, _SECTIONS_TYPES = frozenset((int,)), frozenset((dict,)), frozenset((dict, _NONE))
-_LISTS = frozenset((list, _NONE))
+_LISTS, _STRS = frozenset((list, _NONE)), frozenset((str,))
 
 
 def damaged(source: str, what: str) -> ResultsError:
@@ -112,12 +112,13 @@ def _fine(doc: dict) -> bool:
     texts = list(map(metrics.get, _TEXT))
     texts += map(doc.get, _TEXT_FIELDS)
     texts += map(server.get, _SERVER_TEXT)
-    texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"),
-              *_listed(params.get("jvm_opts")), *_listed(doc.get("files")))
+    texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"))
+    names = [*_listed(params.get("jvm_opts")), *_listed(doc.get("files"))]  # text, never None
     objects = [*_listed(warmup.get("slices")), *_listed(metadata.get("settings"))]
     present = list(filter(None, numbers))  # drops None and zeros, which are fine
     rps, drift, pause = metrics.get("rps"), metrics.get("drift"), params.get("warmup")
     return (_NUMBER_TYPES.issuperset(map(type, numbers)) and _TEXT_TYPES.issuperset(map(type, texts))
+            and _STRS.issuperset(map(type, names))
             and (not present or (0 <= min(present) and max(present) < _INF))
             and _SCALAR_TYPES.issuperset(map(type, map(params.get, _PARAM_SCALARS)))
             and _INTS.issuperset(map(type, cores)) and _DICTS.issuperset(map(type, objects))
@@ -147,7 +148,7 @@ def _explain(doc: dict, source: str) -> None:
             raise damaged(source, f"its {name} is {_shown(doc.get(name))}, not an object")
     for name in _TEXT_FIELDS:
         _check(doc.get(name), "text", f"its {name}", source)
-    files = doc.get("files", [])
+    files = doc.get("files") or []  # None: no files, as an absent key
     if type(files) is not list or not all(type(f) is str for f in files):
         raise damaged(source, f"its files are {_shown(files)}, not a list of names")
     metrics, params, metadata = doc["metrics"], doc["params"], doc["metadata"]
