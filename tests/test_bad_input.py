@@ -66,13 +66,15 @@ def _marked(marker: str) -> list[int]:
     return left
 
 
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+def _files(root: Path) -> set[tuple[str, int, int]]:
+    """Every path under ``root`` with its size and modification time: what a row must leave as it was."""
+    return {(str(p.relative_to(root)), p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")}
 
 
-@pytest.fixture
-def scene(tmp_path):
-    """The files and the busy port the rows refer to."""
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    """The files and the busy port the rows refer to, made once: no row may change them (each checks)."""
+    tmp_path = tmp_path_factory.mktemp("scene")
     (tmp_path / "a-file").write_text("not a directory\n")
     (tmp_path / "broken.jmx").write_text("<jmeterTestPlan><unclosed>\n")
     (tmp_path / "corrupt" / "r1").mkdir(parents=True)
@@ -169,7 +171,8 @@ def _tiered(row: tuple[str, str, str, int]):
 
 
 @pytest.mark.parametrize("number, given, message, code", [_tiered(row) for row in rows()])
-def test_bad_input(scene, tmp_path, monkeypatch, capsys, number, given, message, code):
+def test_bad_input(scene, monkeypatch, capsys, number, given, message, code):
+    tmp_path = Path(scene["tmp"])
     results = tmp_path / "results"
     reports = ROOT / "data" / "reports"
     reports_before = _files(reports) if reports.exists() else set()
@@ -202,5 +205,5 @@ def test_bad_input(scene, tmp_path, monkeypatch, capsys, number, given, message,
 
     assert not _marked(marker), f"row {number} left processes running"
     assert not results.exists(), f"row {number} wrote {results}"
-    assert _files(tmp_path) == before, f"row {number} wrote into {tmp_path}"
+    assert _files(tmp_path) == before, f"row {number} wrote into {tmp_path}, which the later rows share"
     assert (_files(reports) if reports.exists() else set()) == reports_before, f"row {number} wrote a report"
