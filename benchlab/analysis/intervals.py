@@ -156,19 +156,32 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
 
 def _counted(pooled: np.ndarray, observed: np.ndarray, centre: float, chosen: np.ndarray, mask: np.ndarray):
     """Per row of ``pooled`` ranks, how many splits give a rank sum at least as far from ``centre``."""
-    sets, which = np.unique(np.sort(pooled, axis=-1), axis=0, return_inverse=True)
     at_least = np.empty(observed.shape)
-    if 4 * len(sets) > len(pooled):  # mostly one row a set: every split of a block of rows at once
-        step = max(1, 250_000 // mask.shape[1])
-        for start in range(0, len(pooled), step):
-            block = slice(start, start + step)
-            at_least[block] = (np.abs(pooled[block] @ mask - centre) >= observed[block, None]).sum(axis=-1)
+    ordered = np.sort(pooled, axis=-1)
+    plain = (ordered == np.arange(1, pooled.shape[-1] + 1)).all(axis=-1)  # no tie: the ranks 1..n
+    if plain.any():
+        at_least[plain] = _against(ordered[plain][0], observed[plain], centre, chosen)
+    tied = np.flatnonzero(~plain)
+    if not len(tied):
         return at_least
-    order = np.argsort(which.ravel(), kind="stable")
-    for ranks_set, rows in zip(sets, np.split(order, np.cumsum(np.bincount(which.ravel()))[:-1])):
-        spread = np.sort(np.abs(ranks_set[chosen].sum(axis=-1) - centre))
-        at_least[rows] = spread.size - np.searchsorted(spread, observed[rows], side="left")
+    sets, which = np.unique(ordered[tied], axis=0, return_inverse=True)
+    if 4 * len(sets) > len(tied):  # mostly one row a set: every split of a block of rows at once
+        step = max(1, 250_000 // mask.shape[1])
+        for start in range(0, len(tied), step):
+            rows = tied[start:start + step]
+            at_least[rows] = (np.abs(pooled[rows] @ mask - centre) >= observed[rows, None]).sum(axis=-1)
+        return at_least
+    which = which.ravel()
+    order = np.argsort(which, kind="stable")
+    for ranks_set, members in zip(sets, np.split(order, np.cumsum(np.bincount(which))[:-1])):
+        at_least[tied[members]] = _against(ranks_set, observed[tied[members]], centre, chosen)
     return at_least
+
+
+def _against(ranks_set: np.ndarray, observed: np.ndarray, centre: float, chosen: np.ndarray) -> np.ndarray:
+    """How many splits of ``ranks_set`` give a rank sum at least ``observed`` from ``centre``, per value."""
+    spread = np.sort(np.abs(ranks_set[chosen].sum(axis=-1) - centre))
+    return spread.size - np.searchsorted(spread, observed, side="left")
 
 
 # --- the rules, vectorised: each picks its method per row, so a simulation runs exactly this code -------
