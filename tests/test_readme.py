@@ -43,7 +43,8 @@ SHORTER = [
 
 #: Blocks that cannot run here, found by a line they hold, with the reason.
 NOT_HERE = {
-    "python3 -m pytest -m": "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
+    "python3 -m pytest -n auto --dist loadfile -m":
+        "the test command itself; test_ci_runs_the_readme_test_command checks that CI runs it",
     "bash .ci/dockerd.sh stop": "it stops the engine the other docker tests use; CI stops it when they are done",
     'docker_host="ssh://user@S"': "it needs a second machine reached over ssh",
 }
@@ -82,7 +83,7 @@ def test_the_readme_has_the_two_fresh_machine_commands():
 
 
 #: The README's test command: the fast tier, then the integration tier.
-TEST_COMMAND = ('python3 -m pytest -m "not integration and not docker" tests && '
+TEST_COMMAND = ('python3 -m pytest -n auto --dist loadfile -m "not integration and not docker" tests && '
                 'python3 -m pytest -v -m "integration or docker" tests')
 
 
