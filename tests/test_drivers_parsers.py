@@ -8,6 +8,7 @@ import pytest
 
 from benchlab.errors import LoadError, UsageError
 from benchlab.running.drivers import h2load, jmeter, latency, vegeta
+from benchlab.running.drivers.base import error_kind
 from benchlab.running.load import Load
 from benchlab.running.servers import SCENARIOS
 from benchlab.schema import METRICS
@@ -206,10 +207,15 @@ def test_vegeta_timeouts_and_refusals():
         vegeta.parse(text("vegeta-timeout.json"), text("vegeta-timeout.csv"))
     with pytest.raises(LoadError, match="connection refused"):
         vegeta.parse(text("vegeta-refused.json"), text("vegeta-refused.csv"))
-    assert vegeta._error_kind(0, 'Get "x": context deadline exceeded (Client.Timeout exceeded)') == "timeout"
-    assert vegeta._error_kind(0, "dial tcp: connect: connection refused") == "connect"
-    assert vegeta._error_kind(503, "503 Service Unavailable") == "status"
-    assert vegeta._error_kind(200, "") is None
+    assert error_kind(0, 'Get "x": context deadline exceeded (Client.Timeout exceeded)') == "timeout"
+    assert error_kind(0, "dial tcp: connect: connection refused") == "connect"
+    assert error_kind(503, "503 Service Unavailable") == "status"
+    assert error_kind(200, "") is None
+    # JMeter's texts, classed by the same words as vegeta's: a reset is a read, as wrk counts it
+    assert error_kind(None, "Non HTTP response code: java.net.SocketException Connection reset") == "read"
+    assert error_kind(None, "Non HTTP response code: org.apache.http.conn.HttpHostConnectException "
+                            "Connect to 127.0.0.1:1 failed: Connection refused") == "connect"
+    assert error_kind(None, "Non HTTP response code: java.net.SocketTimeoutException Read timed out") == "timeout"
 
 
 def test_vegeta_mixed_results_count_errors_by_kind():

@@ -109,3 +109,30 @@ def version_of(argv: list[str], pattern: str = "") -> str:
         if pattern in line and line.strip():
             return line.strip()
     return "unknown"
+
+
+#: The words by which a tool's failure text says what failed, tried in this order; anything else is a read.
+#: A connection reset is a read (wrk counts it so): "connect" alone would take "Connection reset" for one.
+FAILURE_WORDS = (("timeout", ("timeout", "timed out", "deadline exceeded")),
+                 ("connect", ("refused", "dial tcp", "connect to", "connectexception", "no route to host")),
+                 ("write", ("broken pipe", "write")))
+
+
+def error_kind(status: int | None, failure: str = "") -> str | None:
+    """Which METRICS error field one request counts in, or None for a good answer: a request with no HTTP
+    status (``status`` None or 0) or with a failure text is classed by the text's words, one with only a
+    status outside 2xx-3xx is a ``status`` error.
+
+    >>> error_kind(None, "java.net.SocketException: Connection reset"), error_kind(0, "dial tcp: connection refused")
+    ('read', 'connect')
+    >>> error_kind(503, "503 Service Unavailable"), error_kind(200)
+    ('status', None)
+    """
+    if not status or failure:
+        text = failure.lower()
+        for kind, words in FAILURE_WORDS:
+            if any(word in text for word in words):
+                return kind
+        if not status:
+            return "read"
+    return None if 200 <= status < 400 else "status"

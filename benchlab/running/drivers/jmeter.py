@@ -29,7 +29,7 @@ from ...schema import ERROR_KINDS, SECONDS
 from ...store.histogram import Histogram
 from .. import process
 from . import latency
-from .base import Driver, Invocation, version_of
+from .base import Driver, Invocation, error_kind, version_of
 
 INSTALL = "bash .ci/install-drivers.sh (assembles Apache JMeter 5.6.3 from Maven Central under .tools/jmeter)"
 
@@ -248,20 +248,15 @@ def jtl_path(workdir: Path, phase: str) -> Path:
 
 
 def _error_kind(row: dict) -> str | None:
-    """Which METRICS error field one JTL row counts in, or None for a good answer."""
+    """Which METRICS error field one JTL row counts in, or None for a good answer. A row JMeter failed
+    with an HTTP status (an assertion on a 200, a 500) is a status error; one without is classed by its
+    message."""
     code = row.get("responseCode", "")
     if row.get("success") == "true" and code.isdigit() and 200 <= int(code) < 400:
         return None
     if code.isdigit():
         return "status"
-    text = f"{code} {row.get('responseMessage', '')} {row.get('failureMessage', '')}".lower()
-    if "timeout" in text or "timed out" in text:
-        return "timeout"
-    if "connect" in text or "refused" in text:
-        return "connect"
-    if "broken pipe" in text or "write" in text:
-        return "write"
-    return "read" if not code.isdigit() else "status"
+    return error_kind(None, f"{code} {row.get('responseMessage', '')} {row.get('failureMessage', '')}")
 
 
 def distribution(jtl: str) -> Histogram:

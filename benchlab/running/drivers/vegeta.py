@@ -21,7 +21,7 @@ from ...schema import ERROR_KINDS, SECONDS
 from ...store.histogram import Histogram
 from .. import process
 from . import latency
-from .base import Driver, Invocation, version_of
+from .base import Driver, Invocation, error_kind, version_of
 
 #: Below this share of the requested rate, a run is flagged.
 REACHED = 0.95
@@ -111,23 +111,6 @@ def results_path(workdir: Path, phase: str) -> Path:
     return Path(workdir) / f"vegeta-{phase}.bin"
 
 
-def _error_kind(code: int, error: str) -> str | None:
-    """Which METRICS error field one result counts in, or None for a good answer."""
-    if code == 0 or error:
-        text = error.lower()
-        if "timeout" in text or "deadline exceeded" in text:
-            return "timeout"
-        if "connection refused" in text or "dial" in text:
-            return "connect"
-        if "write" in text or "broken pipe" in text:
-            return "write"
-        if code == 0:
-            return "read"
-    if not 200 <= code < 400:
-        return "status"
-    return None
-
-
 def distribution(results_csv: str) -> Histogram:
     r"""The histogram of every result's latency (its third column, nanoseconds) in ``vegeta encode -to=csv``.
 
@@ -158,7 +141,7 @@ def parse(report_json: str, results_csv: str, *, target_rps: float | None = None
             continue
         code, took, error = int(row[1]), int(row[2]), row[5]
         latencies.append(took * ns)
-        kind = _error_kind(code, error)
+        kind = error_kind(code, error)
         if kind:
             errors[kind] += 1
     if len(latencies) != requests:
