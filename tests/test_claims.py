@@ -150,22 +150,49 @@ def test_an_ordering_holds_reverses_or_is_inconclusive_by_its_adjacent_pairs():
     assert judged(rows, p99).iloc[0]["verdict"] == "holds"
 
 
-def test_the_claims_table_matches_the_published_figures():
+def test_every_published_ratio_is_recomputed_from_the_figures_beside_it():
     table = claims.read()
-    assert table["claim"].is_unique
-    published = {name: pd.read_csv(home.published_dir() / f"{name}.csv") for name in ("wrk", "jmeter")}
+    assert table["claim"].is_unique and len(table) >= 15 and table["source"].nunique() >= 4
     for row in table.to_dict("records"):
-        figures = published[row["experiment"]]
-        figures = figures[(figures["metric"] == row["metric"]) & (figures["run"].astype(str) != "mean")]
-        if row["experiment"] == "jmeter":
-            figures = figures[(figures["users"] == row["users"]) & (figures["loops"] == row["loops"])]
-        means = figures.astype({"value": float}).groupby("server")["value"].mean()
+        figures = claims.figures(row)
         if isinstance(row["order"], str):
-            assert "<".join(means.sort_values().index) == row["order"], row["claim"]
+            servers = row["order"].split("<")
+            assert set(figures) == set(servers), row["claim"]
+            assert sorted(servers, key=figures.__getitem__) == servers, f"{row['claim']}: the figures order otherwise"
         else:
-            ratio = means[row["server"]] / means[row["baseline"]]
-            assert ratio == pytest.approx(row["published"], abs=0.006), row["claim"]
-        assert row["verdict"] if "verdict" in row else True
+            assert set(figures) == {row["server"], row["baseline"]}, row["claim"]
+            ratio = figures[row["server"]] / figures[row["baseline"]]
+            assert ratio == pytest.approx(row["published"], abs=0.006), f"{row['claim']}: {ratio:.4f}"
+
+
+def test_the_seed_figures_are_the_means_of_the_runs_in_the_published_csv():
+    table = claims.read()
+    published = {name: pd.read_csv(home.published_dir() / f"{name}.csv") for name in ("wrk", "jmeter")}
+    seeds = table[table["experiment"].isin(list(published))]
+    assert len(seeds) == 10
+    for row in seeds.to_dict("records"):
+        runs = published[row["experiment"]]
+        runs = runs[(runs["metric"] == row["metric"]) & (runs["run"].astype(str) != "mean")]
+        if row["experiment"] == "jmeter":
+            runs = runs[(runs["users"] == row["users"]) & (runs["loops"] == row["loops"])]
+        means = runs.astype({"value": float}).groupby("server")["value"].mean()
+        for server, figure in claims.figures(row).items():
+            assert figure == pytest.approx(means[server], abs=0.051), (row["claim"], server)
+
+
+def test_each_claim_says_where_it_is_from_how_it_was_measured_and_how_it_replays_here():
+    table = claims.read().astype(object).fillna("")
+    said = ("source", "url", "tool", "stack", "machine", "warmup", "runs", "run_order", "unit", "statement")
+    for row in table.to_dict("records"):
+        assert all(str(row[column]).strip() for column in said), (row["claim"], [c for c in said if not row[c]])
+        assert row["replay"] or row["untestable"], f"{row['claim']}: how it replays here, or why it cannot"
+    judged = claims.judge(claims.read(), {})
+    untestable = judged[table["untestable"] != ""]
+    assert len(untestable) and (untestable["verdict"] == "not testable here").all()
+    assert all(why.startswith("Not testable here: its ") for why in untestable["why"]), "the stored reason, no 'no run'"
+    loads = dict(zip(judged["claim"], judged["load"]))
+    assert loads["networknt-undertow-tomcat-rps"] == "128 connections, 4 threads, 30 s, pipelined 16 deep, hello"
+    assert loads["loom-k6-1k-tomcatvt-webflux-p99"] == "1000 req/s, 1000 connections, 180 s, hello"
 
 
 def test_the_replay_refuses_its_own_bad_parameters_in_one_line():

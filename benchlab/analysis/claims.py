@@ -91,8 +91,13 @@ def _describe(claim) -> dict:
     if _given(claim.get("users")):
         load = f"{int(claim['users'])} users x {int(claim['loops'])} loops"
     else:
-        load = (f"{int(claim['connections'])} connections, {claim.get('threads', '?'):g} threads, "
-                f"{claim.get('duration_s', '?'):g} s")
+        parts = [f"{claim['rate']:g} req/s" if _given(claim.get("rate")) else None,
+                 f"{int(claim['connections'])} connections",
+                 f"{claim['threads']:g} threads" if _given(claim.get("threads")) else None,
+                 f"{claim['duration_s']:g} s" if _given(claim.get("duration_s")) else None]
+        load = ", ".join(part for part in parts if part)
+    if _given(claim.get("pipelining")) and float(claim["pipelining"]) > 1:
+        load += f", pipelined {int(claim['pipelining'])} deep"
     if _given(claim.get("order")):
         text = f"{claim['metric']}: {' < '.join(_servers(claim))}"
     else:
@@ -100,6 +105,16 @@ def _describe(claim) -> dict:
     return {"claim": claim["claim"], "source": claim.get("source"), "experiment": claim["experiment"],
             "load": f"{load}, {claim['scenario']}", "metric": claim["metric"], "claim_text": text,
             "published": claim.get("published") if _given(claim.get("published")) else math.nan}
+
+
+def figures(claim) -> dict[str, float]:
+    """The source's own figure per server, as the table stores them (``"spring-jetty=1833.0;..."``).
+
+    >>> figures({"figures": "spring-jetty=1833.00;spring-undertow=1733.84"})
+    {'spring-jetty': 1833.0, 'spring-undertow': 1733.84}
+    """
+    pairs = (item.split("=", 1) for item in str(claim.get("figures") or "").split(";") if "=" in item)
+    return {server.strip(): float(value) for server, value in pairs}
 
 
 def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
@@ -160,9 +175,12 @@ def _evidence(pair: dict) -> str:
 
 
 def _judge_one(claim, runs, alpha: float) -> dict:
+    out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
+    if _given(claim.get("untestable")):  # its stack cannot run here, whatever the runs
+        why = f"Not testable here: {claim['untestable']}."
+        return {**out, "verdict": NOT_TESTABLE, "reason": "not here", "why": why}
     here, where, elsewhere = _point(claim, runs)
     blocked = _untestable(claim, here, where, elsewhere)
-    out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
     if blocked:
         reason, sentence = blocked
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
