@@ -224,3 +224,37 @@ def test_the_replay_tables_show_ours_beside_theirs():
     theirs = pd.DataFrame({"server": ["spring-tomcat", "spring-undertow"], "value": [10.0, 14.7]})
     both = replay.side_by_side(ours, replay.ratios(theirs, "value", "spring-tomcat"))
     assert both.loc["spring-undertow", ["ratio ours", "ratio published"]].tolist() == pytest.approx([1.5, 1.47])
+
+
+def test_their_stack_is_the_sources_jvm_options_on_the_nearest_jdk():
+    from benchlab.present import replay
+    from benchlab.present.notebook import ParameterError
+
+    table = claims.read()
+    assert claims.published_stack(table, "wrk")["java"] == 24 and claims.published_stack(table, "wrk")["jvm_opts"] == []
+    jdks = {"/17/bin/java": 17, "/25/bin/java": 25}
+    assert replay.nearest_java(24, jdks) == ("/25/bin/java", 25), "Java 24 runs on the lowest newer JDK"
+    assert replay.nearest_java(17, jdks) == ("/17/bin/java", 17)
+    assert replay.nearest_java(30, jdks) == ("/25/bin/java", 25), "none newer: the newest older one"
+    assert replay.nearest_java(21, {}) is None and replay.nearest_java(None, jdks) is None
+    theirs = replay.stack_options(table, "wrk", "theirs", jdks)
+    assert theirs == {"options": {"java": "/25/bin/java", "jvm_opts": []},
+                      "said": "the JVM's own GC and heap, Java 25 for their 24"}
+    assert replay.stack_options(table, "jmeter", "theirs", jdks)["options"] == {
+        "jvm_opts": ["-Xms4096m", "-Xmx4096m", "-XX:+UseG1GC"]}, "their Java is not stated: ours, with their options"
+    assert replay.stack_options(table, "wrk", "ours", jdks)["options"] == {}
+    with pytest.raises(ParameterError, match="stack 'mine': choose ours, theirs, both"):
+        replay.check(experiments=["wrk"], users=[1], loops=[1], count_drivers=["wrk"], stack="mine")
+
+
+def test_their_stacks_verdicts_stand_beside_ours():
+    from benchlab.present import replay
+
+    table = pd.DataFrame([claim(claim="u", published=1.5)])
+    faster = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [150.0, 151.0, 149.0, 150.5, 149.5])
+    alike = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", TOMCAT)
+    mine, theirs = claims.judge(table, {"wrk": Suite(faster)}), claims.judge(table, {"wrk": Suite(alike)})
+    shown = replay.beside(replay.verdict_table(table, mine, "jmeter"), theirs, "theirs stack")
+    assert shown.loc["u", "verdict (count: jmeter)"] == "holds"
+    assert shown.loc["u", "verdict (theirs stack)"] == "inconclusive"
+    assert shown.loc["u", "ours (theirs stack)"].startswith("1.00")

@@ -155,10 +155,16 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     results = tmp_path / "reproduce-results"
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
-        "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results)},
-        output=tmp_path / "reproduce.ipynb")
+        "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results),
+        "stack": "theirs"}, output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
     runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    # their stack: the wrk write-up's Java 24 on the nearest JDK here (25), the JMeter write-up's G1 and 4 GiB
+    assert {r["metadata"]["java"]["version"].split(".")[0] for r in runs if r["params"]["load"] == "duration"} == {"25"}
+    assert all(r["params"]["jvm_opts"] == ["-Xms4096m", "-Xmx4096m", "-XX:+UseG1GC"]
+               for r in runs if r["params"]["load"] == "count")
+    assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk") and "their-stack" in p
+               for p in map(str, run_files(results)))
     assert sorted((r["params"]["driver"], r["params"]["load"], r["params"]["scenario"], r["params"]["users"],
                    r["params"]["loops"]) for r in runs if r["params"]["server"] == "spring-jetty") == [
         ("jmeter", "count", "reflect", 100, 10), ("wrk", "count", "reflect", 100, 10),
@@ -190,6 +196,7 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
                for data in s.get("datasets", {}).values() for v in data if "source" in v}
     assert sources == {"benchlab (ours)", "published"}
     assert "ratio published" in text and "ratio ours" in text and "Spring Boot" in text
+    assert "theirs stack: wrk on the JVM's own GC and heap, Java 25 for their 24; JMeter on their JVM options" in text
 
 
 def test_explore_notebook_presses_run_and_draws(tmp_path, jars):

@@ -107,6 +107,23 @@ def _describe(claim) -> dict:
             "published": claim.get("published") if _given(claim.get("published")) else math.nan}
 
 
+def published_stack(claims: pd.DataFrame, experiment: str) -> dict:
+    """What the source of ``experiment``'s claims ran on, as far as it says: ``{"java": major or None,
+    "jvm_opts": [...], "stack": text}``, from the table's ``java``, ``jvm_opts`` and ``stack`` columns.
+
+    >>> published_stack(read(), "jmeter")["jvm_opts"], published_stack(read(), "wrk")["java"]
+    (['-Xms4096m', '-Xmx4096m', '-XX:+UseG1GC'], 24)
+    """
+    rows = claims[claims["experiment"] == experiment]
+    if rows.empty:
+        raise ValueError(f"no claim of experiment {experiment!r}")
+    first = rows.iloc[0]
+    java = pd.to_numeric(pd.Series([first.get("java")]), errors="coerce").iloc[0]
+    options = str(first.get("jvm_opts")) if _given(first.get("jvm_opts")) else ""
+    return {"java": None if math.isnan(java) else int(java), "jvm_opts": options.split(),
+            "stack": first.get("stack") if _given(first.get("stack")) else "not stated"}
+
+
 def figures(claim) -> dict[str, float]:
     """The source's own figure per server, as the table stores them (``"spring-jetty=1833.0;..."``).
 
