@@ -104,6 +104,9 @@ def test_not_testable_names_the_flag(flag, undertow):
     row = out.iloc[0]
     assert (row["verdict"], row["reason"]) == ("not testable here", flag), row["why"]
     assert "1 of 6 runs" in row["why"] and math.isnan(row["ours"])
+    said = row["why"].lower()
+    assert not any(said.count(words) > 1 for words in ("warm-up reached its limit", "not the server", "errors")), \
+        "each reason is said once"
 
 
 def test_errors_below_the_limit_do_not_block():

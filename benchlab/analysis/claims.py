@@ -30,9 +30,9 @@ ERROR_SHARE_LIMIT = 0.001
 #: The flags that make a run unable to judge a claim, and what that says, in the order they are named.
 BLOCKING = {
     "failed": "failed",
-    "generator_bound": "were bound by the load generator, so they measured it, not the servers",
+    "generator_bound": "were bound by their load generator",
     "errors": "had errors above 0.1% of their requests",
-    "not_warm": "were not warm (the warm-up reached its limit before the JVM was warm)",
+    "not_warm": "were not warm",
     "jit_active": "were measured while their JIT was still compiling",
     "gc_heavy": "spent an unusual share of their measured window in GC pauses",
     "server_idle": "had a server that stalled while the load tool was busy",
@@ -173,7 +173,7 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = ""):
             hits = [i for i in hits if share.iloc[i] > ERROR_SHARE_LIMIT]
         if hits:
             first = dict(found[hits[0]])[flag]
-            return flag, f"{len(hits)} of {len(here)} runs at {where} {what} ({first})"
+            return flag, f"{len(hits)} of {len(here)} runs at {where} {what}: {first}"  # each reason once
     return None
 
 
