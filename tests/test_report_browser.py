@@ -160,6 +160,13 @@ def test_the_top_of_the_report_reads_as_a_report(rendered, stored_runs, browser,
     assert header < verdict < chart < tables                     # measured, verdicts, charts, detailed tables
     assert verdict < 1000                                        # the first verdict is on the first screen
 
+    # every table fits the page (no column off its right edge), and its text reads left to right
+    widths = page.eval_on_selector_all(".jp-OutputArea-output table", """tables => tables.map(t => [
+        Math.round(t.getBoundingClientRect().right), t.rows.length ? getComputedStyle(t.rows[t.rows.length - 1]
+        .cells[t.rows[t.rows.length - 1].cells.length - 1]).textAlign : "left"])""")
+    assert len(widths) >= 4 and all(right <= 1280 for right, _ in widths), widths
+    assert {align for _, align in widths} <= {"left", "start"}, widths
+
     page.click("label.benchlab-code-toggle")                     # the reader asks for the code
     assert code in page.inner_text("body")
     assert page.eval_on_selector_all(hidden, "cells => cells.filter(c => c.offsetParent !== null).length") > 3

@@ -67,6 +67,18 @@ class Suite:
         return (f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}"
                 f"{left}>")
 
+    def __str__(self) -> str:
+        """The suite in words, for a page: how many runs of which servers, and how many finished.
+
+        >>> print(Suite([Run(id="a", params={"server": "s"}, metrics={"rps": 1.0}, metadata={})]))
+        1 run of s, finished
+        """
+        ok, n = int((self.runs["status"] == "ok").sum()), len(self)
+        finished = ("finished" if n == 1 else "all finished") if ok == n else f"{ok} finished"
+        left = f"; {len(self.damaged)} damaged file(s) left out" if self.damaged else ""
+        return (f"{n} run{'' if n == 1 else 's'} of {', '.join(map(str, self.runs['server'].unique()))}, "
+                f"{finished}{left}")
+
     def __add__(self, other: Suite | Iterable[Run]) -> Suite:
         more = other.records if isinstance(other, Suite) else tuple(other)
         damaged = [*self.damaged, *(other.damaged if isinstance(other, Suite) else ())]

@@ -234,6 +234,31 @@ def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
     return shown
 
 
+def flags(frame: pd.DataFrame) -> pd.DataFrame | str:
+    """:meth:`Suite.flags` for reading: the setup only where it varies, then whose flag it is and why, one
+    row each; a sentence when there is none.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> raw = pd.DataFrame([{"level": "run", "id": "r1", "scenario": "hello", "cds": True, "server": "spring-jetty",
+    ...                      "flag": "drifting", "explanation": "throughput moved -9.2%"}])
+    >>> flags(raw).reset_index().columns.tolist()
+    ['server', 'run', 'flag', 'explanation']
+    >>> flags(raw.iloc[:0])
+    'no flags: no run or cell tripped a noise or validity check'
+    """
+    import pandas as pd
+
+    if not len(frame):
+        return "no flags: no run or cell tripped a noise or validity check"
+    keep = [c for c in _shown(frame) if c not in ("server", "label")]
+    shown = pd.DataFrame({**{c: frame[c] for c in keep}, "server": frame["server"],
+                          "run": frame["id"].map(lambda v: "(the cell)" if v is None or v != v else v),
+                          "flag": frame["flag"], "explanation": frame["explanation"]})
+    return shown.set_index([*keep, "server"])
+
+
 def runs(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs frame for reading: one row per run, its setup where it varies, throughput, latency, errors, CPU.
 
