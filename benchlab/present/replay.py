@@ -95,7 +95,7 @@ def verdict_table(claim_table: pd.DataFrame, judged: pd.DataFrame, primary: str,
     claims judged again with each other driver (``others``: driver -> judged) in two more columns each."""
     table = judged.assign(ours=judged.apply(ours, axis=1), published=judged["published"].map(
         lambda v: "-" if pd.isna(v) else f"{v:.2f}"))[["claim_text", "load", "published", "ours", "verdict", "why"]]
-    table = table.rename(columns={"claim_text": "claim", "verdict": f"verdict (count: {primary})"})
+    table = table.rename(columns={"claim_text": "it says", "verdict": f"verdict (count: {primary})"})
     counted = claim_table["experiment"] == "jmeter"
     for driver, other in (others or {}).items():
         table[f"ours with {driver}"] = other.apply(ours, axis=1).where(counted, "")
