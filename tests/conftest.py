@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,12 @@ import pytest
 # "iri" string format, which no schema here uses; it builds a Lark grammar at import, 1.8 s of every test
 # process. Blocked, the import fails and jsonschema goes on without that one format.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+# A test run started in the background by a shell without job control inherits SIGINT ignored, and so would
+# every process it starts (an ignored signal stays ignored across exec): the Ctrl-C tests would then send a
+# signal no child can see. Python's own handler is put back, so the children start with the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CAPTURES = Path(__file__).parent / "captures"
 
