@@ -106,6 +106,22 @@ def test_precision_is_the_widest_relative_half_width():
     assert precision.widest(tight[:2], "a") == float("inf"), "one repeat has no interval"
 
 
+def test_the_precision_said_is_that_of_every_round_the_last_included():
+    # Measured here: 4 rounds of two alike servers, +/-10% asked, max_repeats 4. Before round 4 the rule
+    # was not precise (it went on); after it the widest ratio was +/-7.5%, yet the suite said "not reached".
+    from benchlab import Suite
+    from benchlab.analysis import precision
+
+    rps = {"a": [812.97, 787.30, 785.25, 803.62], "b": [805.03, 734.30, 794.62, 816.73]}
+    records = [_record(s, r + 1, rps[s][r]) for r in range(4) for s in ("a", "b")]
+    rule = precision.Rule(repeats="auto", iterations=1, precision=0.10, baseline="a")
+    assert not rule.stop(records[:6], repeat=4, new_round=True), "three rounds are not precise enough"
+    suite = Suite(records)
+    rule.describe(suite, records)
+    assert suite.precision["reached"] is True and suite.precision["repeats"] == 4
+    assert suite.precision["widest"] == pytest.approx(0.075, abs=0.001)
+
+
 def _steady_server(name: str):
     return benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
                                         name=name, path="/")

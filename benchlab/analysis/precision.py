@@ -133,7 +133,6 @@ class Rule:
         self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
         self.iterations, self.precision, self.baseline = iterations, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
-        self.reached: bool | None = None
 
     @property
     def first_windows(self) -> int:
@@ -142,10 +141,7 @@ class Rule:
 
     def stop(self, records, *, repeat: int, new_round: bool) -> bool:
         """Whether the comparison has what it asked for before the fork of ``repeat`` starts."""
-        if self.by_precision and new_round and repeat > 2:
-            self.reached = enough(records, self.baseline, self.precision)
-            return self.reached
-        return False
+        return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision)
 
     def windows(self, records, *, repeat: int) -> int:
         """The windows the fork of round ``repeat`` measures."""
@@ -162,7 +158,8 @@ class Rule:
                                            "why": f"{PILOT_WINDOWS} windows a fork: the pilot's, as the "
                                                   "comparison ended within its two rounds"}
         if self.by_precision:
-            reached = enough(records, self.baseline, self.precision) if self.reached is None else self.reached
+            # judged on every record, the last round's too: a rule that ran to max_repeats may have got there
+            reached = enough(records, self.baseline, self.precision)
             suite.precision = {"asked": self.precision, "reached": bool(reached),
                                "repeats": max(r.params["repeat"] for r in records),
                                "widest": widest(records, self.baseline)}
