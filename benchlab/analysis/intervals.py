@@ -113,19 +113,19 @@ def _splits(na: int, nb: int) -> Iterator[np.ndarray]:
         yield np.argpartition(rng.random((min(step, MONTE_CARLO_SPLITS - start), n)), na - 1)[:, :na]
 
 
-def _masks(na: int, nb: int) -> Iterator[np.ndarray]:
-    """The same splits as 0/1 matrices (na + nb, block): ranks @ mask is each split's rank sum."""
-    for chosen in _splits(na, nb):
-        mask = np.zeros((len(chosen), na + nb))
-        np.put_along_axis(mask, chosen, 1.0, axis=1)
-        yield np.ascontiguousarray(mask.T)
+def _mask(chosen: np.ndarray, n: int) -> np.ndarray:
+    """Splits as a 0/1 matrix (n, splits): ranks @ mask is each split's rank sum."""
+    mask = np.zeros((len(chosen), n))
+    np.put_along_axis(mask, chosen, 1.0, axis=1)
+    return np.ascontiguousarray(mask.T)
 
 
 @functools.lru_cache(maxsize=8)
 def _kept(na: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
     """Every split at once, indices and mask, kept per (na, nb) for a cell small enough (MASK_SIZE): a
     simulation asks for the same splits thousands of times."""
-    chosen, mask = np.concatenate(list(_splits(na, nb))), np.concatenate(list(_masks(na, nb)), axis=1)
+    chosen = np.concatenate(list(_splits(na, nb)))
+    mask = _mask(chosen, na + nb)
     chosen.flags.writeable = mask.flags.writeable = False
     return chosen, mask
 
@@ -146,8 +146,8 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray):
     splits = _split_count(na, nb)
     if (na + nb) * splits > MASK_SIZE:  # a large cell: the splits a block at a time, never all in memory
         at_least = np.zeros(ranks.shape[:-1])
-        for mask in _masks(na, nb):
-            at_least += (np.abs(ranks @ mask - centre) >= observed[..., None]).sum(axis=-1)
+        for chosen in _splits(na, nb):
+            at_least += (np.abs(ranks @ _mask(chosen, na + nb) - centre) >= observed[..., None]).sum(axis=-1)
     else:
         at_least = _counted(ranks.reshape(-1, na + nb), observed.ravel(), centre, *_kept(na, nb))
     at_least = at_least.reshape(ranks.shape[:-1])
