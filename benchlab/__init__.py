@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from . import errors  # noqa: E402
-from .analysis.suite import Suite, load  # noqa: E402
-from .api import compare, run  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING
+
+from . import errors
 from .errors import (
            BenchlabError,
            BuildError,
@@ -19,13 +20,37 @@ from .errors import (
            UsageError,
            VerifyError,
 )
-from .running import factors  # noqa: E402,F401 - the factor verdicts, as the README shows them
-from .running.importers import import_jtl, import_wrk  # noqa: E402
-from .running.jars import build  # noqa: E402
-from .running.load import Load  # noqa: E402
-from .running.servers import Scenario, Server  # noqa: E402
-from .store.results import Run  # noqa: E402
-from .version import __version__  # noqa: E402
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .analysis.suite import Suite, load
+    from .api import compare, run
+    from .running import factors
+    from .running.importers import import_jtl, import_wrk
+    from .running.jars import build
+    from .running.load import Load
+    from .running.servers import Scenario, Server
+    from .store.results import Run
+
+#: Each public name and the module that holds it, imported when first used: ``import benchlab.store.files``
+#: (a lock, a file write, a child process) does not pay for pandas and the whole API (0.8 s).
+_LAZY = {"Suite": "analysis.suite", "load": "analysis.suite", "compare": "api", "run": "api",
+         "factors": "running.factors", "import_jtl": "running.importers", "import_wrk": "running.importers",
+         "build": "running.jars", "Load": "running.load", "Scenario": "running.servers",
+         "Server": "running.servers", "Run": "store.results"}
 
 __all__ = ["run", "compare", "load", "import_wrk", "import_jtl", "build", "Server", "Scenario", "Load", "Run",
            "Suite", *errors.__all__, "__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'benchlab' has no attribute {name!r}")
+    module = importlib.import_module(f".{_LAZY[name]}", __name__)
+    value = module if module.__name__.endswith(f".{name}") else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

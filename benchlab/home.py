@@ -32,3 +32,9 @@ def reports_dir() -> Path:
 
 def published_dir() -> Path:
     return project_root() / "data" / "published"
+
+
+def cache_dir() -> Path:
+    """What benchlab can make again but would rather not (built image contexts, the Vega bundle):
+    ``$XDG_CACHE_HOME/benchlab``, else ``~/.cache/benchlab``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlab"

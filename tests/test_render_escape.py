@@ -55,9 +55,14 @@ def test_script_json_is_the_same_value_with_no_markup(value):
     assert json.loads(text) == {"name": value}
 
 
-def test_a_server_name_with_markup_round_trips_into_the_page_without_making_a_tag(tmp_path):
+#: Stands for the Vega bundle (the real one is drawn in a browser by the integration tier's report test).
+BUNDLE = 'window.vegaEmbed = function () { return "</script><script>alert(1)</SCRIPT>"; };'
+
+
+def test_a_server_name_with_markup_round_trips_into_the_page_without_making_a_tag(tmp_path, monkeypatch):
     import nbformat
 
+    monkeypatch.setattr(render, "_vega_bundle", lambda: BUNDLE)
     pages = {}
     for label, name in (("plain", "spring-tomcat"), ("nasty", NASTY)):
         ipynb = tmp_path / f"{label}.ipynb"
@@ -72,3 +77,10 @@ def test_a_server_name_with_markup_round_trips_into_the_page_without_making_a_ta
     assert "<!--" not in embed and "<script" not in embed and "</" not in embed
     spec = json.loads(re.search(r"var spec = (.*);\n", embed).group(1))
     assert spec["title"] == NASTY and spec["data"]["values"][0]["server"] == NASTY
+    bundle = next(t for t in parsed["plain"].texts if "window.vegaEmbed =" in t)
+    assert bundle.strip().endswith("\n" + render.script_text(BUNDLE)), "the bundle is one whole script, tags escaped"
+
+
+def test_script_text_escapes_every_closing_script_tag_and_nothing_else():
+    assert render.script_text('x = "</script>"; y = "</SCRIPT >"; z = "</div>"') == \
+        'x = "<\\/script>"; y = "<\\/SCRIPT >"; z = "</div>"'

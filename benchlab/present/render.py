@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 # --- the page -----------------------------------------------------------------------------------------------
@@ -124,11 +125,31 @@ def _inline_charts(nb) -> int:
 
 @functools.lru_cache(maxsize=1)
 def _vega_bundle() -> str:
-    """The Vega libraries as one script, made once per process (a second each): a batch renders many pages."""
+    """The Vega libraries as one script, as vl-convert makes it: 3.4 s here, so it is kept in
+    :func:`benchlab.home.cache_dir` under vl-convert's version, and a page, a batch or the next process reads it."""
     import vl_convert
 
+    from ..home import cache_dir
+    from ..store.files import write_atomic
+
+    kept = cache_dir() / f"vega-{vl_convert.__version__}.js"  # type: ignore[attr-defined]
+    try:
+        return kept.read_text()
+    except (OSError, UnicodeDecodeError):
+        pass
     # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
-    return vl_convert.javascript_bundle().replace("</script", "<\\/script")  # type: ignore[call-arg]
+    bundle = vl_convert.javascript_bundle()  # type: ignore[call-arg]
+    try:
+        write_atomic(kept, bundle)
+    except OSError:
+        pass  # a cache that cannot be written costs only time
+    return bundle
+
+
+def script_text(source: str) -> str:
+    """JavaScript as it can stand inside a <script>: nothing in it closes the tag (``</script`` becomes
+    ``<\\/script``, the same string to JavaScript)."""
+    return re.sub(r"</(script)", r"<\\/\1", source, flags=re.IGNORECASE)
 
 
 def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> Path:
@@ -149,7 +170,7 @@ def to_html(ipynb: str | os.PathLike, page: str | os.PathLike | None = None) -> 
     page = Path(page) if page else ipynb.with_suffix(".html")
     nb = nbformat.read(str(ipynb), as_version=4)
     charts = _inline_charts(nb)
-    bundle = _vega_bundle() if charts else ""
+    bundle = script_text(_vega_bundle()) if charts else ""
     exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"benchlab.html.j2": _TEMPLATE})],
                             template_file="benchlab.html.j2")
     body, _ = exporter.from_notebook_node(nb, resources={"benchlab_vega": bundle, "metadata": {"name": ipynb.stem}})

@@ -197,17 +197,13 @@ def build_base(client, *, force: bool = False) -> Image:
     found = None if force else _find(client, tag)
     if found is not None:
         return _existing(found, tag)
-    context = cache_dir() / tag.replace("/", "-").replace(":", "-")
+    # kept, so a second engine gets the base without running jlink again
+    context = home.cache_dir() / tag.replace("/", "-").replace(":", "-")
     if force or not (context / DOCKERFILE).exists():
         _base_context(jdk, context)
     version = next((line.split("=", 1)[1].strip('"') for line in (jdk / "release").read_text().splitlines()
                     if line.startswith("JAVA_RUNTIME_VERSION=")), "unknown")
     return _build(client, context, tag, labels={"benchlab.image": "base", "benchlab.java": version})
-
-
-def cache_dir() -> Path:
-    """Where built contexts are kept, so a second engine gets the base without running jlink again."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlab"
 
 
 def _base_context(jdk: Path, context: Path) -> None:
