@@ -44,10 +44,18 @@ __all__ = ["run", "compare", "load", "import_wrk", "import_jtl", "build", "Serve
 
 
 def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'benchlab' has no attribute {name!r}")
-    module = importlib.import_module(f".{_LAZY[name]}", __name__)
-    value = module if module.__name__.endswith(f".{name}") else getattr(module, name)
+    if name in _LAZY:
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        value = module if module.__name__.endswith(f".{name}") else getattr(module, name)
+    else:  # a subpackage, as ``benchlab.running.spec`` was reachable when this module imported the API at once
+        for loaded in dict.fromkeys(_LAZY.values()):
+            importlib.import_module(f".{loaded}", __name__)
+        value = globals().get(name)
+        if value is None:
+            try:
+                value = importlib.import_module(f".{name}", __name__)
+            except ModuleNotFoundError:
+                raise AttributeError(f"module 'benchlab' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 

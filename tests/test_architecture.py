@@ -257,3 +257,22 @@ def test_the_flags_explained_are_schemas():
     from benchlab.analysis import flags
 
     assert flags.FLAGS is schema.FLAGS
+
+
+def test_the_package_loads_its_api_when_first_used():
+    # `import benchlab.store.files` (a lock, a file write, a child process) does not pay for pandas and the API;
+    # every name and subpackage the package showed when it imported them at once is still reachable.
+    import subprocess
+    import sys
+
+    code = ("import sys, benchlab.store.files; light = 'pandas' not in sys.modules; import benchlab; "
+            "names = [getattr(benchlab, n) for n in benchlab.__all__]; benchlab.running.spec.options; "
+            "benchlab.analysis.suite; print(light, len(names), 'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", str(len(benchlab_all())), "True"], done.stdout + done.stderr
+
+
+def benchlab_all() -> list[str]:
+    import benchlab
+
+    return benchlab.__all__
