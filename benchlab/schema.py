@@ -153,6 +153,13 @@ CLAIM_VERDICTS = {
                          "or with errors above 0.1% of requests",
 }
 
+#: The verdict of a claim judged under two protocols (:func:`benchlab.analysis.claims.protocols`) when they
+#: disagree; where they agree, the verdict is the controlled protocol's.
+PROTOCOL_SENSITIVE = {
+    "protocol-sensitive": "holds under its source's own protocol and not under benchlab's controlled one, or the "
+                          "reverse: how the runs were taken decides the answer",
+}
+
 
 #: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's column in
 #: the runs frame.

@@ -15,12 +15,16 @@ from benchlab.store.results import Run
 
 
 def runs(server: str, rps: list[float], *, p99: list[float] | None = None, connections: int = 200,
-         scenario: str = "hello", requests: int = 100_000, warmup="auto", **metrics) -> list[Run]:
+         scenario: str = "hello", requests: int = 100_000, warmup="auto", one_fork: bool = False,
+         **metrics) -> list[Run]:
+    """One run per value: each its own fork, or (``one_fork``) the windows of one server process."""
     out = []
     for i, value in enumerate(rps):
         params = {"server": server, "scenario": scenario, "load": "duration", "driver": "wrk",
-                  "connections": connections, "threads": 1, "load_cores": 1, "repeat": i + 1, "warmup": warmup,
-                  "server_cpus": [0], "load_cpus": [1]}
+                  "connections": connections, "threads": 1, "load_cores": 1, "repeat": 1 if one_fork else i + 1,
+                  "warmup": warmup, "server_cpus": [0], "load_cpus": [1]}
+        if one_fork:
+            params.update(fork=f"{server}-fork", iteration=i + 1)
         measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests,
                     "lat_mean": connections / value,
                     "errors_connect": 0, "errors_read": 0, "errors_write": 0, "errors_status": 0, "errors_timeout": 0,
@@ -261,3 +265,87 @@ def test_their_stacks_verdicts_stand_beside_ours():
     assert shown.loc["u", "verdict (count: jmeter)"] == "holds"
     assert shown.loc["u", "verdict (theirs stack)"] == "inconclusive"
     assert shown.loc["u", "ours (theirs stack)"].startswith("1.00")
+
+
+# --- two protocols: the source's own, and the controlled one ------------------------------------------------
+
+def test_under_their_protocol_every_run_counts_and_a_cold_run_is_counted_not_blocking():
+    cold = {"jit_share": [0.4, 0.3, 0.01], "jit_compile_s": [4.0, 3.0, 0.1]}  # compiling in two of three windows
+    rows = (runs("spring-tomcat", [100.0, 101.0, 99.0], warmup=0.0, one_fork=True, **cold)
+            + runs("spring-undertow", [147.0, 148.0, 146.0], warmup=0.0, one_fork=True, **cold))
+    controlled = judged(rows).iloc[0]
+    assert (controlled["verdict"], controlled["reason"]) == ("not testable here", "jit_active"), controlled["why"]
+    theirs = claims.judge(pd.DataFrame([claim()]), {"wrk": Suite(rows)}, protocol="theirs").iloc[0]
+    assert theirs["verdict"] == "holds", theirs["why"]
+    assert (theirs["values"], theirs["forks"], theirs["cold"]) == (3, 1, 4)
+    assert theirs["why"].endswith("(their protocol: no warm-up, every run one value; 4 of 6 runs not warm).")
+
+
+def test_the_controlled_protocol_takes_fork_means():
+    import dataclasses
+
+    rows = [dataclasses.replace(r, id=f"{r.id}-{k}", params={**r.params, "fork": f"{r.params['server']}-{k}"})
+            for k in range(3) for r in runs("spring-tomcat", [100.0, 101.0], one_fork=True)
+            + runs("spring-undertow", [147.0, 148.0], one_fork=True)]
+    out = judged(rows).iloc[0]
+    assert (out["values"], out["forks"]) == (3, 3), "three forks of two windows each are three values"
+
+
+def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_says_why():
+    from benchlab.schema import PROTOCOL_SENSITIVE
+
+    def frame(verdict, values, forks, cold):
+        return pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values, "forks": forks, "cold": cold,
+                              "why": "..."}])
+
+    out = claims.protocols(frame("holds", 3, 1, 2), frame("inconclusive", 5, 5, 0)).iloc[0]
+    assert out["verdict"] == "protocol-sensitive" and out["verdict"] in PROTOCOL_SENSITIVE
+    assert (out["their protocol"], out["controlled"]) == ("holds", "inconclusive")
+    assert "warm-up: 2 of their runs were measured before the server was warm" in out["why"]
+    assert "their 3 runs per server came from 1 server process" in out["why"] and "ours are 5 fresh" in out["why"]
+    single = claims.protocols(frame("inconclusive", 1, 1, 0), frame("holds", 5, 5, 0)).iloc[0]
+    assert single["verdict"] == "protocol-sensitive" and "one run per server gives no interval" in single["why"]
+    unseen = claims.protocols(frame("reversed", 3, 3, 0), frame("holds", 3, 3, 0)).iloc[0]
+    assert "the runs do not show which part" in unseen["why"]
+    for theirs, ours in (("holds", "holds"), ("differs", "inconclusive"), ("holds", "not testable here")):
+        agreed = claims.protocols(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
+        assert agreed["verdict"] == ours, (theirs, ours)
+
+
+def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence():
+    from benchlab.present import replay
+    from benchlab.present.notebook import ParameterError
+
+    table = claims.read()
+    theirs = replay.protocol_options(table, "wrk", "theirs", repeats=5, warmup="auto")
+    assert theirs["options"] == {"repeats": 1, "iterations": 3, "warmup": 0.0} and theirs["sequence"] is None
+    k6 = replay.protocol_options(table, "vegeta-rate", "theirs", repeats=5, warmup="auto")
+    assert k6["sequence"] == ["spring-tomcat+vt@java25", "spring-webflux"] and k6["options"]["iterations"] == 2
+    assert replay.protocol_options(table, "wrk", "controlled", repeats=5, warmup="auto")["options"] == {
+        "repeats": 5, "warmup": "auto"}
+    assert replay.in_sequence(["a", "b", "c"], ["c", "a"]) == ["c", "a", "b"]
+    assert replay.in_sequence(["a", "b"], None) == ["a", "b"]
+    with pytest.raises(ParameterError, match="protocol 'mine': choose controlled, theirs, both"):
+        replay.check(experiments=["wrk"], users=[1], loops=[1], count_drivers=["wrk"], protocol="mine")
+
+
+def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_shape():
+    from benchlab.present import replay
+    from benchlab.present.notebook import ParameterError
+
+    table = claims.read()
+    chosen = replay.select(table, ["Andy Beck", "jhipster814-jetty-undertow-rps"])
+    assert set(chosen["experiment"]) == {"jmeter-ramp", "h2load-count"} and len(chosen) == 4
+    assert replay.experiments_of(chosen, replay.EXPERIMENTS) == ["jmeter-ramp", "h2load-count"]
+    assert replay.experiments_of(chosen, ["wrk"]) == []
+    with pytest.raises(ParameterError, match="'nobody' is no claim id and starts no source; the sources are: wrk"):
+        replay.select(table, ["nobody"])
+    ramp = replay.plan(table, "jmeter-ramp", duration=10, count_scale=1.0)["options"]
+    assert ramp == {"servers": ["spring-tomcat", "spring-undertow", "spring-jetty"], "scenarios": ["hello"],
+                    "load": "count", "users": [1000], "loops": [3], "driver": "jmeter", "ramp_up": 10}
+    arena = replay.plan(table, "wrk-512", duration=10, count_scale=0.1)
+    assert arena["options"]["connections"] == [512] and arena["options"]["duration"] == 5.0
+    assert arena["said"] == "wrk, 512 connections, 5 s"
+    ab = replay.plan(table, "h2load-count", duration=10, count_scale=0.1)
+    assert ab["options"]["driver"] == "h2load" and ab["said"] == "h2load, 50 users x 20 loops (theirs 200)"
+    assert set(replay.NOT_REPLAYED) | set(replay.EXPERIMENTS) == set(table["experiment"])

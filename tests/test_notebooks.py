@@ -150,37 +150,54 @@ def test_sweep_notebook_over_rates_draws_latency_against_throughput(tmp_path, ja
 
 def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     from benchlab.analysis import claims
-    from benchlab.schema import CLAIM_VERDICTS
+    from benchlab.present import replay
+    from benchlab.schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
 
     results = tmp_path / "reproduce-results"
+    sources = ["wrk write-up", "JMeter write-up", "jhipster"]
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
         "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results),
-        "stack": "theirs"}, output=tmp_path / "reproduce.ipynb")
+        "stack": "theirs", "protocol": "both", "claims": sources}, output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
-    runs = [json.loads(Path(p).read_text()) for p in run_files(results)]
+    stored = {p: json.loads(Path(p).read_text()) for p in run_files(results)}
+    runs = list(stored.values())
     # their stack: the wrk write-up's Java 24 on the nearest JDK here (25), the JMeter write-up's G1 and 4 GiB
     assert {r["metadata"]["java"]["version"].split(".")[0] for r in runs if r["params"]["load"] == "duration"} == {"25"}
     assert all(r["params"]["jvm_opts"] == ["-Xms4096m", "-Xmx4096m", "-XX:+UseG1GC"]
-               for r in runs if r["params"]["load"] == "count")
-    assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk") and "their-stack" in p
-               for p in map(str, run_files(results)))
-    assert sorted((r["params"]["driver"], r["params"]["load"], r["params"]["scenario"], r["params"]["users"],
-                   r["params"]["loops"]) for r in runs if r["params"]["server"] == "spring-jetty") == [
-        ("jmeter", "count", "reflect", 100, 10), ("wrk", "count", "reflect", 100, 10),
-        ("wrk", "duration", "hello", None, None)]
+               for r in runs if r["params"]["driver"] == "jmeter")
+    assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk", "h2load-count") and "their-stack" in p
+               for p in stored), "only the chosen sources' experiments ran (no wrk-512, no jmeter-ramp)"
+    # two protocols: ours, one window per fork after the 1 s warm-up; theirs, no warm-up and 3 runs back to
+    # back against one server (jhipster: one run); the jhipster replay is h2load, 50 users x 200 loops scaled
+    kept = {}
+    for path, r in stored.items():
+        way = "theirs" if "their-protocol" in path else "controlled"
+        kept.setdefault((way, Path(path).parts[-3], r["params"]["server"]), []).append(
+            (r["params"]["warmup"], r["params"]["fork"], r["params"]["iteration"]))
+    for (way, experiment, server), forks in kept.items():
+        warmups, ids, windows = zip(*forks)
+        expected = (1 if experiment == "h2load-count" else 3) if way == "theirs" else 1
+        assert len(set(ids)) == 1 and sorted(windows) == list(range(1, expected + 1)), (way, experiment, server)
+        assert set(warmups) <= ({0.0} if way == "theirs" else {"1s", 1.0}), (way, warmups)
+    assert {(experiment, server) for way, experiment, server in kept if experiment == "h2load-count"} == {
+        ("h2load-count", "spring-jetty")}, "jhipster compares Jetty with Undertow; only Jetty is in servers"
     # The header of what was measured opens the notebook; the verdict table is the first table after it,
-    # in the notebook and in the report: one row per claim, each with a verdict word and its sentence.
+    # in the notebook and in the report: one row per chosen claim, each with a verdict word and its sentence,
+    # and the verdict of both protocols beside it.
     tables = [o["data"]["text/html"] for _, o in outputs(done.ipynb) if "text/html" in o.get("data", {})]
     assert "benchlab-header" in tables[0] and "What was measured" in tables[0]
     first = tables[1]
-    table = claims.read()
+    chosen = replay.select(claims.read(), sources)
+    heads = re.findall(r"<th>(.*?)</th>", first.split("<tbody>", 1)[0], re.S)
+    both = heads.index("verdict, both protocols (their stack)")
     rows = re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S)
-    assert [claim for claim, _ in rows] == list(table["claim"])
+    assert [claim for claim, _ in rows] == list(chosen["claim"]) and len(rows) == 11
     for claim, row in rows:
         cells = re.findall(r"<td>(.*?)</td>", row, re.S)
         assert cells[4] in CLAIM_VERDICTS, (claim, cells)
         assert cells[5].endswith("."), "each claim has its sentence"
+        assert cells[both - 1] in {*CLAIM_VERDICTS, *PROTOCOL_SENSITIVE} and cells[both].endswith("."), cells
     assert "not testable here" in first and "no finished run of spring-undertow" in first
     html = done.html.read_text()
     assert html.index("wrk-undertow-rps") < html.index("The wrk experiment: ratios to the baseline")
@@ -189,14 +206,17 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     # Jetty and Tomcat ran at 100 users, so the claim is judged, unless a run could not judge it: the load tool
     # was the bottleneck, or (a 1 s warm-up) the JVM's counters show its JIT compiling in the measured window.
     assert "not testable here" not in judged or "generator" in judged or "JIT was still compiling" in judged, judged
+    assert "their protocol: no warm-up, every run one value" in first
+    assert "Each source: its protocol beside ours" in html
+    assert "no warm-up, 3 runs back to back against one server each" in tables[2], "the sources' table"
     text = text_of(done.ipynb)
     assert "count claims get a different verdict with another driver" in text
     specs = charts_in(done.ipynb)
-    sources = {v["source"] for s in specs if "hconcat" in s or "layer" in s
-               for data in s.get("datasets", {}).values() for v in data if "source" in v}
-    assert sources == {"benchlab (ours)", "published"}
+    sources_drawn = {v["source"] for s in specs if "hconcat" in s or "layer" in s
+                     for data in s.get("datasets", {}).values() for v in data if "source" in v}
+    assert sources_drawn == {"benchlab (ours)", "published"}
     assert "ratio published" in text and "ratio ours" in text and "Spring Boot" in text
-    assert "theirs stack: wrk on the JVM's own GC and heap, Java 25 for their 24; JMeter on their JVM options" in text
+    assert "their stack: wrk on the JVM's own GC and heap, Java 25 for their 24" in text
 
 
 def test_explore_notebook_presses_run_and_draws(tmp_path, jars):

@@ -11,6 +11,12 @@ Before any ratio, the runs must be able to judge: a claim is *not testable here*
 load point, when a run failed, was generator-bound, not warm (``warmup="auto"`` hit its limit, or the
 JVM's counters show its JIT compiling or its GC heavy in the measured window, or the server stalled), or
 when a run's errors exceed :data:`ERROR_SHARE_LIMIT` of its requests. Its reason names the flag.
+
+Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved
+forks, and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did:
+its warm-up (mostly none), its number of runs, back to back against one server each, every run counted as
+one value as they counted it. There a run that was not warm does not block the verdict (that is their
+protocol) but is counted, and :func:`protocols` names it when the two protocols disagree.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..schema import CLAIM_VERDICTS
+from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
 from . import cells, intervals, stats
 from .flags import runs_flags
 
@@ -38,10 +44,17 @@ BLOCKING = {
     "server_idle": "had a server that stalled while the load tool was busy",
 }
 
+#: The blocking flags that say a run was not warm: under a source's own protocol they are counted, not blocking.
+WARMTH = ("not_warm", "jit_active", "gc_heavy", "server_idle")
+
+#: How a claim's runs were taken and counted: benchlab's controlled protocol, or the source's own.
+PROTOCOLS = ("controlled", "theirs")
+
 COLUMNS = ("claim", "source", "experiment", "load", "metric", "claim_text", "published", "ours", "low",
-           "high", "our_order", "verdict", "reason", "why")
+           "high", "our_order", "values", "forks", "cold", "verdict", "reason", "why")
 
 HOLDS, DIFFERS, REVERSED, INCONCLUSIVE, NOT_TESTABLE = CLAIM_VERDICTS
+(SENSITIVE,) = PROTOCOL_SENSITIVE
 
 
 def read(path=None) -> pd.DataFrame:
@@ -55,11 +68,15 @@ def read(path=None) -> pd.DataFrame:
     return pd.read_csv(path or home.published_dir() / "claims.csv")
 
 
-def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05) -> pd.DataFrame:
+def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protocol: str = "controlled"
+          ) -> pd.DataFrame:
     """One row per claim: our ratio with its interval at ``1 - alpha`` (an ordering: ``our_order``), the verdict
     (:data:`benchlab.schema.CLAIM_VERDICTS`), the flag that made it untestable, and one sentence saying why.
 
     ``suites`` maps an experiment (``"wrk"``, ``"jmeter"``) to a :class:`benchlab.Suite` or a runs frame.
+    ``protocol`` (:data:`PROTOCOLS`) says how the runs count: "controlled", one value per fork; "theirs",
+    one value per run, as the source counted them, with runs that were not warm counted in ``cold``.
+    ``values`` is how many values each server gave, ``forks`` from how many server processes.
 
     Example
     -------
@@ -69,42 +86,46 @@ def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05) -> pd.D
     >>> judge(read().head(1), {})["verdict"].tolist()
     ['not testable here']
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r}: choose {', '.join(PROTOCOLS)}")
     rows = []
     for claim in claims.to_dict("records"):
         suite = suites.get(claim["experiment"])
         runs = suite if suite is None or isinstance(suite, pd.DataFrame) else suite.runs
-        rows.append({**_describe(claim), **_judge_one(claim, runs, alpha)})
+        rows.append({**_describe(claim), **_judge_one(claim, runs, alpha, protocol)})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _given(value) -> bool:
+def given(value) -> bool:
+    """A table cell that holds something: not None, NaN or empty."""
     return value is not None and not (isinstance(value, float) and math.isnan(value)) and value != ""
 
 
-def _servers(claim) -> list[str]:
-    if _given(claim.get("order")):
+def servers(claim) -> list[str]:
+    """The servers a claim compares: its ordering's, else its baseline and its server."""
+    if given(claim.get("order")):
         return str(claim["order"]).split("<")
     return [claim["baseline"], claim["server"]]
 
 
 def _describe(claim) -> dict:
-    if _given(claim.get("users")):
+    if given(claim.get("users")):
         load = f"{int(claim['users'])} users x {int(claim['loops'])} loops"
     else:
-        parts = [f"{claim['rate']:g} req/s" if _given(claim.get("rate")) else None,
+        parts = [f"{claim['rate']:g} req/s" if given(claim.get("rate")) else None,
                  f"{int(claim['connections'])} connections",
-                 f"{claim['threads']:g} threads" if _given(claim.get("threads")) else None,
-                 f"{claim['duration_s']:g} s" if _given(claim.get("duration_s")) else None]
+                 f"{claim['threads']:g} threads" if given(claim.get("threads")) else None,
+                 f"{claim['duration_s']:g} s" if given(claim.get("duration_s")) else None]
         load = ", ".join(part for part in parts if part)
-    if _given(claim.get("pipelining")) and float(claim["pipelining"]) > 1:
+    if given(claim.get("pipelining")) and float(claim["pipelining"]) > 1:
         load += f", pipelined {int(claim['pipelining'])} deep"
-    if _given(claim.get("order")):
-        text = f"{claim['metric']}: {' < '.join(_servers(claim))}"
+    if given(claim.get("order")):
+        text = f"{claim['metric']}: {' < '.join(servers(claim))}"
     else:
         text = f"{claim['server']} / {claim['baseline']} {claim['metric']} = {claim['published']:g}"
     return {"claim": claim["claim"], "source": claim.get("source"), "experiment": claim["experiment"],
             "load": f"{load}, {claim['scenario']}", "metric": claim["metric"], "claim_text": text,
-            "published": claim.get("published") if _given(claim.get("published")) else math.nan}
+            "published": claim.get("published") if given(claim.get("published")) else math.nan}
 
 
 def published_stack(claims: pd.DataFrame, experiment: str) -> dict:
@@ -119,9 +140,9 @@ def published_stack(claims: pd.DataFrame, experiment: str) -> dict:
         raise ValueError(f"no claim of experiment {experiment!r}")
     first = rows.iloc[0]
     java = pd.to_numeric(pd.Series([first.get("java")]), errors="coerce").iloc[0]
-    options = str(first.get("jvm_opts")) if _given(first.get("jvm_opts")) else ""
+    options = str(first.get("jvm_opts")) if given(first.get("jvm_opts")) else ""
     return {"java": None if math.isnan(java) else int(java), "jvm_opts": options.split(),
-            "stack": first.get("stack") if _given(first.get("stack")) else "not stated"}
+            "stack": first.get("stack") if given(first.get("stack")) else "not stated"}
 
 
 def figures(claim) -> dict[str, float]:
@@ -137,7 +158,7 @@ def figures(claim) -> dict[str, float]:
 def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
     """The runs of the claim's servers at its load point and scenario, where that is in words, and where
     the runs that are not there were (empty when there are none)."""
-    if _given(claim.get("users")):
+    if given(claim.get("users")):
         column, unit, value = "users", "users", int(claim["users"])
     else:
         column, unit, value = "connections", "connections", int(claim["connections"])
@@ -148,16 +169,17 @@ def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
     elsewhere = runs[~at & (runs["status"] == "ok")]
     points = sorted({f"{v:g} {unit}, scenario {s}" for v, s in zip(pd.to_numeric(elsewhere[column], errors="coerce"),
                                                                     elsewhere["scenario"]) if v == v})
-    return runs[at & runs["server"].isin(_servers(claim))], where, "; ".join(points)
+    return runs[at & runs["server"].isin(servers(claim))], where, "; ".join(points)
 
 
-def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = ""):
-    """(reason, sentence) when these runs cannot judge the claim, else None."""
+def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", protocol: str = "controlled"):
+    """(reason, sentence) when these runs cannot judge the claim, else None. Under the source's own
+    protocol the :data:`WARMTH` flags do not block."""
     if len(here):
         finished = set(cells.ok(here)["server"])
-        missing = [s for s in _servers(claim) if s not in finished]
+        missing = [s for s in servers(claim) if s not in finished]
     else:
-        missing = _servers(claim)
+        missing = servers(claim)
     if missing:
         ran = f" (the runs here are at {elsewhere})" if elsewhere else ""
         return "not run", f"no finished run of {', '.join(missing)} at {where}{ran}, so there is nothing to judge"
@@ -168,6 +190,8 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = ""):
     found = runs_flags(here.reset_index(drop=True))
     share = pd.to_numeric(here["errors_total"], errors="coerce") / pd.to_numeric(here["requests"], errors="coerce")
     for flag, what in BLOCKING.items():
+        if protocol == "theirs" and flag in WARMTH:
+            continue
         hits = [i for i, flags in enumerate(found) if any(f == flag for f, _ in flags)]
         if flag == "errors":
             hits = [i for i in hits if share.iloc[i] > ERROR_SHARE_LIMIT]
@@ -191,24 +215,45 @@ def _evidence(pair: dict) -> str:
     return f"{pair['ratio']:.2f}{interval} ({pair['n']} run{'' if pair['n'] == 1 else 's'} each{p})"
 
 
-def _judge_one(claim, runs, alpha: float) -> dict:
-    out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
-    if _given(claim.get("untestable")):  # its stack cannot run here, whatever the runs
+def _cold(here: pd.DataFrame) -> int:
+    """How many of these runs carry a :data:`WARMTH` flag: measured before their server was warm."""
+    return sum(any(flag in WARMTH for flag, _ in found) for found in runs_flags(here.reset_index(drop=True)))
+
+
+def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
+    out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None, "values": 0, "forks": 0,
+           "cold": 0}
+    if given(claim.get("untestable")):  # its stack cannot run here, whatever the runs
         why = f"Not testable here: {claim['untestable']}."
         return {**out, "verdict": NOT_TESTABLE, "reason": "not here", "why": why}
     here, where, elsewhere = _point(claim, runs)
-    blocked = _untestable(claim, here, where, elsewhere)
+    blocked = _untestable(claim, here, where, elsewhere, protocol)
     if blocked:
         reason, sentence = blocked
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
     ok, metric = cells.ok(here), claim["metric"]
-    values = {s: ok.loc[ok["server"] == s, metric] for s in _servers(claim)}
-    judged = (_judge_order(claim, values, metric, alpha) if _given(claim.get("order"))
+    counted = ok if protocol == "theirs" else cells.forks(ok)  # theirs: each run a value, as the source had it
+    values = {s: counted.loc[counted["server"] == s, metric] for s in servers(claim)}
+    judged = (_judge_order(claim, values, metric, alpha) if given(claim.get("order"))
               else _judge_pair(claim, values, metric, alpha))
+    forks = cells.forks(ok)
+    judged.update(values=min(len(v) for v in values.values()), cold=_cold(ok),
+                  forks=min(int((forks["server"] == s).sum()) for s in values))
     fixed = sorted({str(w) for w in ok["warmup"] if w != "auto"}) if "warmup" in ok else []
-    if fixed:  # a fixed warm-up was not judged steady: the verdict may be one of a JVM still warming
+    if protocol == "theirs":
+        judged["why"] = judged["why"][:-1] + _their_protocol(ok, judged["cold"])
+    elif fixed:  # a fixed warm-up was not judged steady: the verdict may be one of a JVM still warming
         judged["why"] = judged["why"][:-1] + f" (after a fixed {', '.join(fixed)} s warm-up, not judged steady)."
     return judged
+
+
+def _their_protocol(ok: pd.DataFrame, cold: int) -> str:
+    """The end of a sentence judged under the source's protocol: how the runs were taken, and how many were cold."""
+    warmups = sorted({float(w) for w in pd.to_numeric(ok.get("warmup"), errors="coerce").dropna()})
+    warm = ("no warm-up" if warmups == [0.0] else
+            f"a {', '.join(f'{w:g}' for w in warmups)} s warm-up" if warmups else "the warm-up rule")
+    said = f" (their protocol: {warm}, every run one value; {cold} of {len(ok)} runs not warm)."
+    return said
 
 
 def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
@@ -230,11 +275,11 @@ def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
 
 
 def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
-    servers = _servers(claim)
+    named = servers(claim)
     means = {s: float(cells.finite(v).mean()) for s, v in values.items()}
-    ours = "<".join(sorted(servers, key=means.__getitem__))
+    ours = "<".join(sorted(named, key=means.__getitem__))
     steps, words = [], []
-    for low_server, high_server in zip(servers, servers[1:]):
+    for low_server, high_server in zip(named, named[1:]):
         pair = _pair(values[high_server], values[low_server], alpha)
         word = (INCONCLUSIVE if not pair["significant"] else HOLDS if pair["ratio"] > 1 else REVERSED)
         words.append(word)
@@ -245,3 +290,44 @@ def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
             INCONCLUSIVE: f"not every adjacent pair is significant at alpha {alpha:g}"}[verdict]
     return {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": ours, "verdict": verdict, "reason": None,
             "why": f"Here the mean {metric} orders {ours.replace('<', ' < ')}; {lead}: {'; '.join(steps)}."}
+
+
+def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim judged under both protocols (two :func:`judge` frames of the same claims, in the same
+    order): each protocol's verdict, and the claim's verdict with one sentence saying why. The verdict is
+    *protocol-sensitive* when the claim holds under one protocol and not under the other (neither untestable),
+    else the controlled one's; the sentence names the part of the protocol the runs show made the difference.
+
+    >>> one = lambda verdict, values, cold: pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values,
+    ...                                                     "forks": 1, "cold": cold, "why": "..."}])
+    >>> protocols(one("holds", 3, 3), one("inconclusive", 3, 0))[["verdict", "why"]].iloc[0].tolist()[0]
+    'protocol-sensitive'
+    """
+    rows = []
+    for mine, ours in zip(theirs.to_dict("records"), controlled.to_dict("records")):
+        t, c = mine["verdict"], ours["verdict"]
+        row = {"claim": ours["claim"], "their protocol": t, "controlled": c}
+        if NOT_TESTABLE in (t, c) or (t == HOLDS) == (c == HOLDS):
+            same = "the same under both protocols" if t == c else f"{t} under its own protocol"
+            rows.append({**row, "verdict": c, "why": f"{c.capitalize()} under the controlled protocol, {same}."})
+            continue
+        rows.append({**row, "verdict": SENSITIVE, "why": f"It {'holds' if t == HOLDS else 'is ' + t} under its "
+                     f"own protocol and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
+                     f"{'; '.join(_causes(mine, ours))}."})
+    return pd.DataFrame(rows, columns=["claim", "their protocol", "controlled", "verdict", "why"])
+
+
+def _causes(theirs: dict, controlled: dict) -> list[str]:
+    """What the runs show made the two protocols disagree: the warm-up, the repeats, or neither visibly."""
+    causes = []
+    if theirs["cold"]:
+        causes.append(f"warm-up: {theirs['cold']} of their runs were measured before the server was warm "
+                      "(its JIT still compiling, or throughput not yet steady)")
+    if theirs["values"] <= 1:
+        causes.append("repeats: one run per server gives no interval, so their protocol cannot tell the servers "
+                      "apart")
+    elif theirs["forks"] < theirs["values"]:
+        causes.append(f"repeats: their {theirs['values']} runs per server came from {theirs['forks']} server "
+                      f"process{'' if theirs['forks'] == 1 else 'es'}, sharing its JIT's and heap's luck, and count "
+                      f"as {theirs['values']} values; ours are {controlled['forks']} fresh servers each")
+    return causes or ["the runs do not show which part of the protocol (warm-up, order, repeats) made it"]

@@ -17,24 +17,121 @@ from ..analysis import claims
 from ..analysis.cells import ok
 from .notebook import ParameterError
 
-EXPERIMENTS = ("wrk", "jmeter")
+#: The experiments of ``claims.csv`` this notebook replays: the two seed write-ups (their load shapes are
+#: the notebook's own parameters) and those whose load shape :func:`plan` reads from the table.
+EXPERIMENTS = ("wrk", "jmeter", "wrk-512", "jmeter-ramp", "h2load-count")
+#: Why the other experiments are not replayed yet.
+NOT_REPLAYED = {"wrk-pipelined": "benchlab's wrk driver does not pipeline yet",
+                "wrk-512-pipelined": "benchlab's wrk driver does not pipeline yet",
+                "vegeta-rate": "its fixed-rate replay (vegeta, virtual threads on Java 25) is not in this notebook yet"}
+#: A count experiment's load tool: the table's tool, or the nearest benchlab drives (h2load for ApacheBench).
+TOOLS = {"JMeter": "jmeter", "ApacheBench": "h2load"}
+#: What a load shape has that the table's columns do not: JMeter's ramp-up in the Java Code Geeks test.
+RAMP_UP = {"jmeter-ramp": 10}
 COUNT_DRIVERS = ("jmeter", "wrk", "h2load")
 #: ``stack``: what the servers run on. ours: this machine's default java with the JVM's own GC and heap;
 #: theirs: each source's JDK (the nearest installed) and JVM options; both: one after the other.
 STACKS = {"ours": ("ours",), "theirs": ("theirs",), "both": ("ours", "theirs")}
+#: ``protocol``: how the runs are taken (:data:`benchlab.analysis.claims.PROTOCOLS`). controlled: warm by the
+#: warm-up rule, interleaved fresh servers; theirs: the source's warm-up and runs, back to back; both.
+PROTOCOLS = {"controlled": ("controlled",), "theirs": ("theirs",), "both": ("controlled", "theirs")}
 
 
-def check(*, experiments, users, loops, count_drivers, stack="ours") -> None:
+def check(*, experiments, users, loops, count_drivers, stack="ours", protocol="controlled") -> None:
     """The replay's own parameters, beyond their types: a ParameterError that says what to give."""
     unknown = sorted(set(experiments) - set(EXPERIMENTS))
     if unknown:
         raise ParameterError(f"unknown experiment {', '.join(unknown)}: choose {', '.join(EXPERIMENTS)}")
     if stack not in STACKS:
         raise ParameterError(f"stack {stack!r}: choose {', '.join(STACKS)}")
+    if protocol not in PROTOCOLS:
+        raise ParameterError(f"protocol {protocol!r}: choose {', '.join(PROTOCOLS)}")
     if len(users) != len(loops):
         raise ParameterError("users and loops pair up: give lists of the same length")
     if not count_drivers or sorted(set(count_drivers) - set(COUNT_DRIVERS)):
         raise ParameterError(f"count_drivers {count_drivers!r}: give one or more of {', '.join(COUNT_DRIVERS)}")
+
+
+def select(claim_table: pd.DataFrame, wanted) -> pd.DataFrame:
+    """The claims ``wanted`` names, by claim id or by source (its exact text, or the start of it); all of
+    them when it is empty. A name that matches nothing is a ParameterError listing the sources.
+
+    >>> table = claims.read()
+    >>> len(select(table, ["jhipster/generator-jhipster"])), select(table, ["wrk-jetty-rps"])["claim"].tolist()
+    (1, ['wrk-jetty-rps'])
+    """
+    if not wanted:
+        return claim_table
+    keep = pd.Series(False, index=claim_table.index)
+    for name in wanted:
+        hit = (claim_table["claim"] == name) | claim_table["source"].astype(str).str.startswith(str(name))
+        if not hit.any():
+            sources = "; ".join(dict.fromkeys(claim_table["source"].astype(str)))
+            raise ParameterError(f"claims: {name!r} is no claim id and starts no source; the sources are: {sources}")
+        keep |= hit
+    return claim_table[keep]
+
+
+def experiments_of(chosen: pd.DataFrame, asked) -> list[str]:
+    """The experiments to run: those ``asked`` that a chosen claim needs, in :data:`EXPERIMENTS` order."""
+    needed = set(chosen["experiment"])
+    return [e for e in EXPERIMENTS if e in asked and e in needed]
+
+
+def plan(claim_table: pd.DataFrame, experiment: str, *, duration: float, count_scale: float) -> dict:
+    """The ``compare()`` options of an experiment whose load shape the table holds (not the seed two, whose
+    shapes are the notebook's parameters): its servers, scenario and load point, ``duration`` seconds at
+    most for a timed load and the loops times ``count_scale`` (one at least) for a counted one, and what
+    was scaled in words: ``{"options": {...}, "said": "..."}``.
+
+    >>> plan(claims.read(), "h2load-count", duration=10, count_scale=0.1)["options"]["driver"]
+    'h2load'
+    """
+    rows = claim_table[claim_table["experiment"] == experiment]
+    first = rows.iloc[0]
+    servers = list(dict.fromkeys(s for row in rows.to_dict("records") for s in claims.servers(row)))
+    options: dict = {"servers": servers, "scenarios": [first["scenario"]]}
+    if pd.notna(first.get("users")):
+        users, loops = int(first["users"]), int(first["loops"])
+        scaled = max(1, round(loops * count_scale))
+        tool = next((d for name, d in TOOLS.items() if str(first["tool"]).startswith(name)), "jmeter")
+        options.update(load="count", users=[users], loops=[scaled], driver=tool,
+                       ramp_up=RAMP_UP.get(experiment, 0))
+        said = f"{tool}, {users} users x {scaled} loops" + (f" (theirs {loops})" if scaled != loops else "")
+    else:
+        seconds = min(float(first["duration_s"]), float(duration))
+        options.update(connections=[int(first["connections"])], duration=seconds)
+        said = f"wrk, {int(first['connections'])} connections, {seconds:g} s" + (
+            f" (theirs {float(first['duration_s']):g} s)" if seconds != float(first["duration_s"]) else "")
+    return {"options": options, "said": said}
+
+
+def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, repeats: int, warmup) -> dict:
+    """The ``compare()`` options of protocol ``which`` (:data:`PROTOCOLS`) for ``experiment``, and the
+    protocol in words. controlled: ``repeats`` fresh servers each, interleaved, warmed by ``warmup``;
+    theirs: the source's warm-up (none, mostly) and its runs, back to back against one server each
+    (``repeats=1, iterations=runs``), the servers one after another in their sequence where it is known.
+
+    >>> protocol_options(claims.read(), "wrk", "theirs", repeats=3, warmup="auto")["said"]
+    'no warm-up, 3 runs back to back against one server each, the servers one after another'
+    """
+    if which == "controlled":
+        return {"options": {"repeats": repeats, "warmup": warmup}, "sequence": None,
+                "said": f"warm-up {warmup}, {repeats} fresh servers each, interleaved"}
+    first = claim_table[claim_table["experiment"] == experiment].iloc[0]
+    seconds, runs = float(first["protocol_warmup_s"]), int(first["protocol_runs"])
+    sequence = str(first["protocol_sequence"]).split(", ") if claims.given(first.get("protocol_sequence")) else None
+    warm = "no warm-up" if seconds == 0 else f"a {seconds:g} s warm-up"
+    said = (f"{warm}, {runs} run{'s' if runs != 1 else ''} back to back against one server each, the servers one "
+            f"after another" + (f" ({', '.join(sequence)})" if sequence else ""))
+    return {"options": {"repeats": 1, "iterations": runs, "warmup": seconds}, "sequence": sequence, "said": said}
+
+
+def in_sequence(servers: list, sequence: list | None) -> list:
+    """``servers`` in the source's sequence where it gives one (the others after, as listed)."""
+    if not sequence:
+        return list(servers)
+    return sorted(servers, key=lambda s: sequence.index(s) if s in sequence else len(sequence))
 
 
 def nearest_java(wanted: int | None, have: Mapping[str, int]) -> tuple[str, int] | None:
@@ -78,6 +175,65 @@ def stack_options(claim_table: pd.DataFrame, experiment: str, which: str, have: 
             f"the default java (no JDK near their {theirs['java']})")
     opts = f"their JVM options {' '.join(theirs['jvm_opts'])}" if theirs["jvm_opts"] else "the JVM's own GC and heap"
     return {"options": options, "said": f"{opts}, {java}"}
+
+
+def replayable(chosen: pd.DataFrame) -> pd.DataFrame:
+    """The chosen claims, those of an experiment this notebook does not replay marked untestable, with why."""
+    reason = chosen["experiment"].map(NOT_REPLAYED)
+    marked = chosen["untestable"].where(chosen["untestable"].map(claims.given), reason)
+    return chosen.assign(untestable=marked)
+
+
+def label(which: str, way: str) -> str:
+    """A run's stack and protocol in words, as a column says them: "" for ours and controlled."""
+    return ", ".join(word for word in ("their stack" if which == "theirs" else "",
+                                       "their protocol" if way == "theirs" else "") if word)
+
+
+def judged_runs(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05) -> dict:
+    """Every claim judged on every (stack, protocol) of ``by_run`` (-> ``({experiment: Suite}, {count driver:
+    Suite})``), its count claims on the first count driver: ``{(stack, protocol): judged frame}``."""
+    return {(which, way): claims.judge(chosen, {**found, "jmeter": counted.get(count_drivers[0])}, alpha=alpha,
+                                       protocol=way)
+            for (which, way), (found, counted) in by_run.items()}
+
+
+def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05) -> pd.DataFrame:
+    """The claims table of the report: the first (stack, protocol)'s verdicts and why, the other count drivers
+    beside them, each other stack or protocol's figure and verdict, and, where both protocols ran on a stack,
+    the verdict of the two (:func:`benchlab.analysis.claims.protocols`) with its sentence."""
+    judged = judged_runs(chosen, by_run, count_drivers, alpha=alpha)
+    (first_stack, first_way), *rest = judged
+    counted = by_run[(first_stack, first_way)][1]
+    others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, protocol=first_way)
+              for driver in count_drivers[1:]}
+    table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
+    for which, way in rest:
+        table = beside(table, judged[(which, way)], label(which, way))
+    for which in dict.fromkeys(stack for stack, _ in judged):
+        if (which, "theirs") in judged and (which, "controlled") in judged:
+            both = claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+            suffix = f" ({label(which, 'controlled')})" if which == "theirs" else ""
+            table[f"verdict, both protocols{suffix}"] = both["verdict"].values
+            table[f"why, both protocols{suffix}"] = both["why"].values
+    return table
+
+
+def sources(chosen: pd.DataFrame, said: Mapping) -> pd.DataFrame:
+    """One row per source of the chosen claims: how it measured (tool, warm-up, runs, order, stack, machine),
+    and beside it how each replay here ran (``said``: (stack, protocol) -> {experiment: words}, as the
+    notebook keeps it), or why it was not replayed."""
+    rows = []
+    for source, group in chosen.groupby("source", sort=False):
+        first, experiment = group.iloc[0], group.iloc[0]["experiment"]
+        row = {"source": source, "claims": len(group), "their load": first["tool"], "their warm-up": first["warmup"],
+               "their runs": first["runs"], "their order": first["run_order"], "their stack": first["stack"],
+               "their machine": first["machine"]}
+        for key, words in said.items():
+            fallback = NOT_REPLAYED.get(experiment, "not run (see the experiments parameter)")
+            row[f"here ({label(*key) or 'our stack, controlled protocol'})"] = words.get(experiment, fallback)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("source")
 
 
 def ours(row) -> str:
