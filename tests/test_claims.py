@@ -307,9 +307,13 @@ def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_sa
     assert single["verdict"] == "protocol-sensitive" and "one run per server gives no interval" in single["why"]
     unseen = claims.protocols(frame("reversed", 3, 3, 0), frame("holds", 3, 3, 0)).iloc[0]
     assert "the runs do not show which part" in unseen["why"]
-    for theirs, ours in (("holds", "holds"), ("differs", "inconclusive"), ("holds", "not testable here")):
+    for theirs, ours, said in (("holds", "holds", "Holds under both protocols."),
+                               ("differs", "inconclusive", "it holds under neither"),
+                               ("holds", "not testable here", "The controlled runs cannot judge it"),
+                               ("not testable here", "holds", "Its own protocol's runs cannot judge it"),
+                               ("not testable here", "not testable here", "Neither protocol's runs")):
         agreed = claims.protocols(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
-        assert agreed["verdict"] == ours, (theirs, ours)
+        assert agreed["verdict"] == ours and said in agreed["why"], (theirs, ours, agreed["why"])
 
 
 def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence():
@@ -349,3 +353,49 @@ def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_
     ab = replay.plan(table, "h2load-count", duration=10, count_scale=0.1)
     assert ab["options"]["driver"] == "h2load" and ab["said"] == "h2load, 50 users x 20 loops (theirs 200)"
     assert set(replay.NOT_REPLAYED) | set(replay.EXPERIMENTS) == set(table["experiment"])
+
+
+def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_claim():
+    from benchlab.present import replay
+    from benchlab.schema import PROTOCOL_SENSITIVE
+
+    table = pd.DataFrame([claim(claim="u", published=1.47, untestable=math.nan)])
+    warm = Suite(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]))
+    cold = Suite(runs("spring-tomcat", [100.0, 130.0, 70.0], warmup=0.0, one_fork=True)
+                 + runs("spring-undertow", [90.0, 160.0, 150.0], warmup=0.0, one_fork=True))
+    by_run = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
+    shown = replay.verdicts(table, by_run, ["jmeter"])
+    row = shown.loc["u"]
+    assert row["verdict (count: jmeter)"] == "holds" and row["verdict (their protocol)"] == "inconclusive"
+    assert row["verdict, both protocols"] == "protocol-sensitive" and "protocol-sensitive" in PROTOCOL_SENSITIVE
+    assert row["why, both protocols"].startswith("It is inconclusive under its own protocol and holds under the "
+                                                 "controlled one: repeats: their 3 runs per server came from 1")
+    alone = replay.verdicts(table, {("ours", "controlled"): ({"wrk": warm}, {})}, ["jmeter"])
+    assert not [c for c in alone.columns if "protocol" in c], "one protocol: no protocol columns"
+
+
+def test_the_count_drivers_stand_side_by_side_with_the_claims_they_change():
+    from benchlab.present import replay
+
+    rows = pd.DataFrame([
+        {"claim": "a", "claim_text": "x", "driver": "jmeter", "ours": "1.1", "verdict": "holds",
+         "load tool cpu (median %)": 90.0},
+        {"claim": "a", "claim_text": "x", "driver": "wrk", "ours": "1.0", "verdict": "inconclusive",
+         "load tool cpu (median %)": 30.0},
+        {"claim": "b", "claim_text": "y", "driver": "jmeter", "ours": "0.9", "verdict": "holds",
+         "load tool cpu (median %)": 90.0},
+        {"claim": "b", "claim_text": "y", "driver": "wrk", "ours": "0.9", "verdict": "holds",
+         "load tool cpu (median %)": 30.0}])
+    side, said = replay.drivers_beside(rows)
+    assert said == "1 of 2 count claims get a different verdict with another driver (jmeter, wrk)"
+    assert side.loc[("a", "x"), ("verdict", "wrk")] == "inconclusive" and len(side) == 2
+
+
+def test_a_planned_experiment_runs_only_the_servers_asked_for():
+    from benchlab.present import replay
+
+    table = claims.read()
+    assert replay.plan(table, "h2load-count", duration=10, count_scale=0.1)["options"]["servers"] == [
+        "spring-undertow", "spring-jetty"], "Baeldung's untestable h2load claims add no server"
+    assert replay.plan(table, "h2load-count", duration=10, count_scale=0.1,
+                       servers=["spring-tomcat", "spring-jetty"])["options"]["servers"] == ["spring-jetty"]

@@ -158,7 +158,8 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
         "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results),
-        "stack": "theirs", "protocol": "both", "claims": sources}, output=tmp_path / "reproduce.ipynb")
+        "stack": "theirs", "protocol": "both", "claims": sources, "count_drivers": ["jmeter"]},
+        output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
     stored = {p: json.loads(Path(p).read_text()) for p in run_files(results)}
     runs = list(stored.values())
@@ -206,7 +207,7 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     # Jetty and Tomcat ran at 100 users, so the claim is judged, unless a run could not judge it: the load tool
     # was the bottleneck, or (a 1 s warm-up) the JVM's counters show its JIT compiling in the measured window.
     assert "not testable here" not in judged or "generator" in judged or "JIT was still compiling" in judged, judged
-    assert "their protocol: no warm-up, every run one value" in first
+    assert "verdict (their stack, their protocol)" in heads and "why, both protocols (their stack)" in heads
     assert "Each source: its protocol beside ours" in html
     assert "no warm-up, 3 runs back to back against one server each" in tables[2], "the sources' table"
     text = text_of(done.ipynb)

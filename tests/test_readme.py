@@ -25,7 +25,8 @@ SHORTER = [
     # two servers where the README compares three: the same code runs, with a third fewer runs
     ('compare(["spring-tomcat", "spring-jetty", "spring-undertow"],\n                         scenarios=["hello"]',
      'compare(["spring-tomcat", "spring-jetty"],\n                         scenarios=["hello"]'),
-    ('--servers spring-tomcat,spring-jetty,spring-undertow --repeats 5', '--servers spring-tomcat,spring-jetty --repeats 5'),
+    ('--servers spring-tomcat,spring-jetty,spring-undertow --repeats 5',
+     '--servers spring-tomcat,spring-jetty --repeats 5'),
     ('iterations=3', 'iterations=2'),
     ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
     ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
@@ -34,6 +35,7 @@ SHORTER = [
     ('users=100, loops=1000, driver="jmeter")', 'users=10, loops=50, warmup="1s", driver="jmeter")'),
     ('users=10, loops=100, driver="jmeter", plan=', 'users=10, loops=100, warmup="1s", driver="jmeter", plan='),
     ('users=[100, 1000], loops=[1000, 100])', 'users=[10, 100], loops=[50, 5], repeats=1, warmup="1s")'),
+    ('compare(["spring-tomcat", "spring-jetty"], load="rate"', 'compare(["spring-jetty"], load="rate"'),
     ('rates=[500, 1000, 2000, 4000])', 'rates=[200, 400], repeats=1, duration="2s", warmup="1s")'),
     ('memory="1g", load_in_container=True)', 'memory="1g", load_in_container=True, duration="2s", warmup="1s")'),
     ('backend="docker", memory="1g")', 'backend="docker", memory="1g", repeats=1, duration="2s", warmup="1s")'),

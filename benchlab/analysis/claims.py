@@ -308,13 +308,25 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
         t, c = mine["verdict"], ours["verdict"]
         row = {"claim": ours["claim"], "their protocol": t, "controlled": c}
         if NOT_TESTABLE in (t, c) or (t == HOLDS) == (c == HOLDS):
-            same = "the same under both protocols" if t == c else f"{t} under its own protocol"
-            rows.append({**row, "verdict": c, "why": f"{c.capitalize()} under the controlled protocol, {same}."})
+            rows.append({**row, "verdict": c, "why": _agreed(t, c)})
             continue
         rows.append({**row, "verdict": SENSITIVE, "why": f"It {'holds' if t == HOLDS else 'is ' + t} under its "
                      f"own protocol and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
                      f"{'; '.join(_causes(mine, ours))}."})
     return pd.DataFrame(rows, columns=["claim", "their protocol", "controlled", "verdict", "why"])
+
+
+def _agreed(theirs: str, controlled: str) -> str:
+    """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words."""
+    if theirs == controlled == NOT_TESTABLE:
+        return "Neither protocol's runs can judge it."
+    if controlled == NOT_TESTABLE:
+        return f"The controlled runs cannot judge it (see why); under its own protocol it is {theirs}."
+    if theirs == NOT_TESTABLE:
+        return f"Its own protocol's runs cannot judge it; under the controlled one it is {controlled}."
+    if theirs == controlled:
+        return f"{controlled.capitalize()} under both protocols."
+    return f"It is {theirs} under its own protocol and {controlled} under the controlled one: it holds under neither."
 
 
 def _causes(theirs: dict, controlled: dict) -> list[str]:

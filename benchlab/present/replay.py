@@ -78,18 +78,20 @@ def experiments_of(chosen: pd.DataFrame, asked) -> list[str]:
     return [e for e in EXPERIMENTS if e in asked and e in needed]
 
 
-def plan(claim_table: pd.DataFrame, experiment: str, *, duration: float, count_scale: float) -> dict:
+def plan(chosen: pd.DataFrame, experiment: str, *, duration: float, count_scale: float, servers=None) -> dict:
     """The ``compare()`` options of an experiment whose load shape the table holds (not the seed two, whose
-    shapes are the notebook's parameters): its servers, scenario and load point, ``duration`` seconds at
-    most for a timed load and the loops times ``count_scale`` (one at least) for a counted one, and what
-    was scaled in words: ``{"options": {...}, "said": "..."}``.
+    shapes are the notebook's parameters): the servers its testable ``chosen`` claims compare (those of
+    ``servers`` only, when given), scenario and load point, ``duration`` seconds at most for a timed load and
+    the loops times ``count_scale`` (one at least) for a counted one, and what was scaled in words:
+    ``{"options": {...}, "said": "..."}``.
 
     >>> plan(claims.read(), "h2load-count", duration=10, count_scale=0.1)["options"]["driver"]
     'h2load'
     """
-    rows = claim_table[claim_table["experiment"] == experiment]
+    rows = chosen[(chosen["experiment"] == experiment) & ~chosen["untestable"].map(claims.given)]
     first = rows.iloc[0]
-    servers = list(dict.fromkeys(s for row in rows.to_dict("records") for s in claims.servers(row)))
+    named = dict.fromkeys(s for row in rows.to_dict("records") for s in claims.servers(row))
+    servers = [s for s in named if servers is None or s in servers]
     options: dict = {"servers": servers, "scenarios": [first["scenario"]]}
     if pd.notna(first.get("users")):
         users, loops = int(first["users"]), int(first["loops"])
@@ -279,6 +281,17 @@ def by_driver(claim_table: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05
         rows.append(out.assign(driver=driver, ours=out.apply(ours, axis=1))[
             ["claim", "claim_text", "driver", "ours", "verdict", "reason", "load tool cpu (median %)"]])
     return pd.concat(rows, ignore_index=True)
+
+
+def drivers_beside(by_driver_frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """:func:`by_driver`'s rows as one row per count claim, each driver's figure, verdict and CPU side by side,
+    and the sentence that counts the claims whose verdict changes with the driver."""
+    side = by_driver_frame.pivot(index=["claim", "claim_text"], columns="driver",
+                                 values=["ours", "verdict", "load tool cpu (median %)"])
+    drivers = list(dict.fromkeys(by_driver_frame["driver"]))
+    changed = int((by_driver_frame.pivot(index="claim", columns="driver", values="verdict").nunique(axis=1) > 1).sum())
+    return side, (f"{changed} of {by_driver_frame['claim'].nunique()} count claims get a different verdict with "
+                  f"another driver ({', '.join(drivers)})")
 
 
 def ratios(frame: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
