@@ -314,6 +314,9 @@ def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_sa
                                ("not testable here", "not testable here", "Neither protocol's runs")):
         agreed = claims.protocols(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
         assert agreed["verdict"] == ours and said in agreed["why"], (theirs, ours, agreed["why"])
+    both_cold = claims.protocols(frame("inconclusive", 3, 1, 9), frame("inconclusive", 2, 2, 0)).iloc[0]
+    assert both_cold["why"] == ("Inconclusive under both protocols. 9 of their runs were measured before the server "
+                                "was warm."), "a cold replay is said even where the verdicts agree"
 
 
 def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence():

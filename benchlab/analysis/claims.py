@@ -308,7 +308,9 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
         t, c = mine["verdict"], ours["verdict"]
         row = {"claim": ours["claim"], "their protocol": t, "controlled": c}
         if NOT_TESTABLE in (t, c) or (t == HOLDS) == (c == HOLDS):
-            rows.append({**row, "verdict": c, "why": _agreed(t, c)})
+            cold = (f" {mine['cold']} of their runs were measured before the server was warm."
+                    if mine.get("cold") and t != NOT_TESTABLE else "")
+            rows.append({**row, "verdict": c, "why": _agreed(t, c) + cold})
             continue
         rows.append({**row, "verdict": SENSITIVE, "why": f"It {'holds' if t == HOLDS else 'is ' + t} under its "
                      f"own protocol and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
