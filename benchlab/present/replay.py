@@ -250,12 +250,14 @@ def ours(row) -> str:
 def verdict_table(claim_table: pd.DataFrame, judged: pd.DataFrame, primary: str,
                   others: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per claim: the claim, its load, the published figure, ours, the verdict and why; the count
-    claims judged again with each other driver (``others``: driver -> judged) in two more columns each."""
+    claims judged again with each other driver (``others``: driver -> judged) in two more columns each,
+    where the table has count claims (no empty columns)."""
     table = judged.assign(ours=judged.apply(ours, axis=1), published=judged["published"].map(
         lambda v: "-" if pd.isna(v) else f"{v:.2f}"))[["claim_text", "load", "published", "ours", "verdict", "why"]]
-    table = table.rename(columns={"claim_text": "it says", "verdict": f"verdict (count: {primary})"})
     counted = claim_table["experiment"] == "jmeter"
-    for driver, other in (others or {}).items():
+    table = table.rename(columns={"claim_text": "it says",
+                                  "verdict": f"verdict (count: {primary})" if counted.any() else "verdict"})
+    for driver, other in (others or {}).items() if counted.any() else ():
         table[f"ours with {driver}"] = other.apply(ours, axis=1).where(counted, "")
         table[f"verdict with {driver}"] = other["verdict"].where(counted, "")
     table.index = claim_table["claim"]
