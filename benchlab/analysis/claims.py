@@ -232,11 +232,11 @@ def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
         reason, sentence = blocked
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
     ok, metric = cells.ok(here), claim["metric"]
-    counted = ok if protocol == "theirs" else cells.forks(ok)  # theirs: each run a value, as the source had it
+    forks = cells.forks(ok)
+    counted = ok if protocol == "theirs" else forks  # theirs: each run a value, as the source had it
     values = {s: counted.loc[counted["server"] == s, metric] for s in servers(claim)}
     judged = (_judge_order(claim, values, metric, alpha) if given(claim.get("order"))
               else _judge_pair(claim, values, metric, alpha))
-    forks = cells.forks(ok)
     judged.update(values=min(len(v) for v in values.values()), cold=_cold(ok),
                   forks=min(int((forks["server"] == s).sum()) for s in values))
     fixed = sorted({str(w) for w in ok["warmup"] if w != "auto"}) if "warmup" in ok else []
@@ -252,8 +252,7 @@ def _their_protocol(ok: pd.DataFrame, cold: int) -> str:
     warmups = sorted({float(w) for w in pd.to_numeric(ok.get("warmup"), errors="coerce").dropna()})
     warm = ("no warm-up" if warmups == [0.0] else
             f"a {', '.join(f'{w:g}' for w in warmups)} s warm-up" if warmups else "the warm-up rule")
-    said = f" (their protocol: {warm}, every run one value; {cold} of {len(ok)} runs not warm)."
-    return said
+    return f" (their protocol: {warm}, every run one value; {cold} of {len(ok)} runs not warm)."
 
 
 def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
