@@ -47,15 +47,14 @@ def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
         value = module if module.__name__.endswith(f".{name}") else getattr(module, name)
-    else:  # a subpackage, as ``benchlab.running.spec`` was reachable when this module imported the API at once
-        for loaded in dict.fromkeys(_LAZY.values()):
-            importlib.import_module(f".{loaded}", __name__)
-        value = globals().get(name)
-        if value is None:
-            try:
-                value = importlib.import_module(f".{name}", __name__)
-            except ModuleNotFoundError:
-                raise AttributeError(f"module 'benchlab' has no attribute {name!r}") from None
+    else:
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError:
+            raise AttributeError(f"module 'benchlab' has no attribute {name!r}") from None
+        if hasattr(value, "__path__"):  # a subpackage: ``benchlab.running.spec`` is reachable, as it was when
+            for loaded in dict.fromkeys(_LAZY.values()):  # this module imported the whole API at once
+                importlib.import_module(f".{loaded}", __name__)
     globals()[name] = value
     return value
 

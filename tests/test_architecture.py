@@ -272,3 +272,19 @@ def test_the_package_loads_its_api_when_first_used():
             "benchlab.running.spec.options; print(light, same, 'pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["True", "True", "True"], done.stdout + done.stderr
+
+
+
+def test_a_module_asked_of_the_package_is_imported_alone():
+    # `from benchlab.running.spec import prepare` in a fresh process raised a circular ImportError: spec's
+    # `from .. import cores` asked the lazy package for `cores`, which loaded the whole API, which imports spec.
+    import subprocess
+    import sys
+
+    plain = sorted(n.split(".")[1] for n in BASE)
+    code = ("import sys, benchlab\n"
+            f"for name in {plain!r}: getattr(benchlab, name)\n"
+            "print('benchlab.api' in sys.modules)\n"
+            "from benchlab.running.spec import prepare; print(prepare.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "prepare"], done.stdout + done.stderr
