@@ -40,10 +40,10 @@ METRICS = (
 RESOURCES = (
     "server_cpu_mean", "server_cpu_max", "server_rss_mean", "server_rss_max", "server_samples",
     "load_cpu_mean", "load_cpu_max", "load_rss_mean", "load_rss_max", "load_samples",
-    "startup_ms", "warmup_s", "warm", "drift", "drift_limit",
+    "startup_ms", "warmup_s", "fork_s", "warm", "drift", "drift_limit",
     # the JVM's own counters (benchlab.running.perfdata) over the measured window, and the warm-up's judgement
-    "warmup_class", "jit_quiet_s", "jit_compile_s", "jit_share", "gc_count", "gc_share", "safepoint_share",
-    "server_idle_s",
+    "warmup_class", "jit_quiet_s", "jit_compile_s", "jit_share", "jit_cpu_share", "gc_count", "gc_share",
+    "safepoint_share", "server_idle_s",
 )
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
@@ -88,7 +88,10 @@ SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
 #: The server JVM's counters as the monitor reads them (benchlab.running.perfdata), each cumulative since the JVM
 #: started: JIT compile time (s) and count, invalidated compiled methods, GC collections and pause time
 #: (s), safepoints and their time (s). Stored rows put the sample's ``t`` first.
-COUNTER_FIELDS = ("compile_s", "compiles", "invalidations", "gc_count", "gc_s", "safepoints", "safepoint_s")
+#: A JVM counter row's fields after its time: HotSpot's own counters, then (from the kernel) the CPU time of the JVM's
+#: compiler threads, ``jit_cpu_s``. Rows stored before it was read are one field shorter.
+COUNTER_FIELDS = ("compile_s", "compiles", "invalidations", "gc_count", "gc_s", "safepoints", "safepoint_s",
+                  "jit_cpu_s")
 
 #: The tidy frame: one row per run, these columns, in this order.
 COLUMNS = (
@@ -127,9 +130,8 @@ FLAGS = {
     "drifting": "throughput moved {drift:+.1%} from the first half of the measurement to the second, more than "
                 "the {limit:.1%} its own noise allows: the server was not steady (still warming, or slowing "
                 "down), so this run's figures are an average over a change",
-    "jit_active": "the JIT compiled for {share:.1%} of the measured window ({seconds:.1f} s of compile time): the "
-                  "server was still warming while it was measured; warm longer (warmup=\"auto\" waits for a quiet "
-                  "compiler)",
+    "jit_active": "the JIT {cost} in the measured window ({seconds:.1f} s of compile time): the server was still "
+                  "warming while it was measured; warm longer (warmup=\"auto\" waits for a quiet compiler)",
     "gc_heavy": "garbage collection paused the server for {share:.1%} of the measured window: the figures measure "
                 "the heap as much as the server; give it a larger heap (heap=) or another gc (gc=)",
     "server_idle": "the server sat below 10% CPU for {seconds:.1f} s while the load tool was busy: it stalled (a "

@@ -54,6 +54,55 @@ def test_the_reader_agrees_with_jcmd_on_compile_time_and_gc_counts(tmp_path, jar
     assert before["gc_count"] >= 1, "the collection asked for is counted"
     assert before["compiles"] <= theirs["sun.ci.totalCompiles"] <= after["compiles"]
     assert jvm.collectors and jvm.collectors[0].startswith("Serial"), "one pinned core: the JVM picks SerialGC"
+    # The compiler's CPU, as the kernel counts it, is part of its wall time and more than nothing.
+    assert 0.05 < after["jit_cpu_s"] <= after["compile_s"] + 5.0, (after["jit_cpu_s"], after["compile_s"])
+
+
+# A process whose threads call themselves what HotSpot's do: a compiler thread that spins for 0.3 s of CPU, idles,
+# and ends when told (as HotSpot stops an idle extra compiler thread), one that sleeps, and a request thread that
+# spins for 0.5 s and is no compiler.
+_NAMED_THREADS = r"""
+import ctypes, sys, threading, time
+libc = ctypes.CDLL(None)
+end = threading.Event()
+def named(name, work):
+    def body():
+        libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: the thread's comm
+        work()
+    return threading.Thread(target=body)
+def spin(seconds):
+    stop = time.thread_time() + seconds
+    while time.thread_time() < stop:
+        pass
+compiler = named("C2 CompilerThre", lambda: (spin(0.3), end.wait()))
+idle = named("C1 CompilerThre", lambda: end.wait())
+request = named("qtp-1", lambda: spin(0.5))
+for t in (compiler, idle, request): t.start()
+request.join(); time.sleep(0.1)
+print("spun", flush=True)
+sys.stdin.readline(); end.set(); compiler.join()
+print("ended", flush=True)
+time.sleep(30)
+"""
+
+
+def test_the_compiler_threads_cpu_is_what_the_kernel_counts_for_them_by_name():
+    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        compilers = perfdata.CompilerThreads(child.pid)
+        assert child.stdout.readline().strip() == "spun"
+        spun = compilers.seconds()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ended"
+        ended = compilers.seconds()
+    finally:
+        child.kill()
+        child.wait()
+    assert 0.28 <= spun <= 0.4, f"{spun:.3f} s: the spinning compiler thread's 0.3 s, not the request thread's 0.5"
+    assert ended >= spun, "a compiler thread that ended keeps what it used in the total"
+    assert compilers.seconds() is None, "the process is gone"
 
 
 @pytest.mark.integration

@@ -85,8 +85,8 @@ def _variance(values: list[float]) -> float:
 def curves(records) -> pd.DataFrame:
     """The warm-up curves of ``records`` (:class:`~benchlab.store.results.Run`), one row per slice: id, server,
     repeat, t (seconds since the warm-up began), its phase ("prime" at a light load, "load" at the run's
-    own) and connections, rps, p99, the JIT's cumulative compile time (``compile_s``,
-    None for a server without JVM counters), whether that run's warm-up ended steady, its class and the
+    own) and connections, rps, p99, the JIT's cumulative compile time (``compile_s``) and its compiler
+    threads' CPU time (``jit_cpu_s``; None for a server without JVM counters), whether that run's warm-up ended steady, its class and the
     time its JIT went quiet.
 
     Only ``warmup="auto"`` keeps a curve; a fixed warm-up adds no rows.
@@ -106,10 +106,11 @@ def curves(records) -> pd.DataFrame:
             rows.append({"id": r.id, "server": r.params.get("server"), "repeat": r.params.get("repeat"),
                          "t": s.get("t"), "phase": s.get("phase", "load"), "connections": s.get("connections"),
                          "rps": s.get("rps"), "p99": s.get("p99"), "compile_s": s.get("compile_s"),
+                         "jit_cpu_s": s.get("jit_cpu_s"),
                          "steady": warm.get("steady"), "class": warm.get("class"),
                          "jit_quiet_s": warm.get("jit_quiet_s")})
     return pd.DataFrame(rows, columns=["id", "server", "repeat", "t", "phase", "connections", "rps", "p99",
-                                       "compile_s", "steady", "class", "jit_quiet_s"])
+                                       "compile_s", "jit_cpu_s", "steady", "class", "jit_quiet_s"])
 
 
 IDLE_CPU = 10.0   # % of a core: a server this quiet is not serving

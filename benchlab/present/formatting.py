@@ -286,16 +286,17 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
 def warmups(frame: pd.DataFrame) -> pd.DataFrame:
     """How each run was warmed, for reading: the warm-up's time, its class (Barrett et al.: flat, warm-up,
     slowdown, no steady state), when the JIT went quiet, whether the run was called warm and by which rule,
-    and what the JVM's counters say of the measured window (compile and GC shares).
+    and what the JVM's counters say of the measured window (the share of it the JIT was compiling, the share of
+    the server's core its compiler threads took, and the GC's share).
 
     Example
     -------
     >>> import pandas as pd
     >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "repeat": 1, "status": "ok", "warmup": "auto",
     ...                      "warmup_s": 96.2, "warmup_class": "warm-up", "jit_quiet_s": 85.0, "warm": True,
-    ...                      "jit_share": 0.004, "gc_share": 0.012}])
+    ...                      "jit_share": 0.004, "jit_cpu_share": 0.001, "gc_share": 0.012}])
     >>> [str(value) for value in warmups(raw).iloc[0]]
-    ['spring-jetty', '1', '96 s', 'warm-up', '85 s', 'yes', '0.4%', '1.2%']
+    ['spring-jetty', '1', '96 s', 'warm-up', '85 s', 'yes', '0.4%', '0.1%', '1.2%']
     """
     import pandas as pd
 
@@ -317,7 +318,8 @@ def warmups(frame: pd.DataFrame) -> pd.DataFrame:
         "class": get("warmup_class").map(lambda v: v if isinstance(v, str) else MISSING),
         "JIT quiet at": get("jit_quiet_s").map(seconds),
         "warm": [called(row) for row in ok.to_dict("records")],
-        "JIT in window": get("jit_share").map(percent), "GC in window": get("gc_share").map(percent),
+        "JIT compiling in window": get("jit_share").map(percent), "JIT CPU in window": get("jit_cpu_share").map(percent),
+        "GC in window": get("gc_share").map(percent),
     })
     shown.index = get("id")
     return shown

@@ -97,8 +97,10 @@ def warmup(curves: pd.DataFrame, *, runs: pd.DataFrame | None = None, note: str 
                alt.Tooltip("rps:Q", title="requests/s", format=",.0f"),
                alt.Tooltip("p99_ms:Q", title="p99 (ms)", format=",.1f"), alt.Tooltip("ended:N", title="warm-up"),
                alt.Tooltip("class:N", title="class"), alt.Tooltip("jit_quiet_s:Q", title="JIT quiet at (s)"),
+               alt.Tooltip("compile_s:Q", title="JIT compile time so far (s)", format=",.1f"),
+               alt.Tooltip("jit_cpu_s:Q", title="JIT CPU so far (s)", format=",.1f"),
                alt.Tooltip("phase:N", title="phase"), alt.Tooltip("connections:Q", title="connections")]
-    for column in ("compile_s", "class", "jit_quiet_s", "phase", "connections"):
+    for column in ("compile_s", "jit_cpu_s", "class", "jit_quiet_s", "phase", "connections"):
         if column not in table:
             table[column] = None
     base = alt.Chart(table).encode(
