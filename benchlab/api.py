@@ -83,7 +83,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 
 @keywords
 def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, iterations=1,
-            precision=0.03,
+            interleave="forks", precision=0.03,
             max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
@@ -112,6 +112,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         first two rounds measure 3 windows a fork, then Kalibera and Jones' rule picks the count that buys
         the most precision for the time, from what a fork and a window cost and how much each varies
         (``Suite.design`` says what it chose and why).
+    interleave : "forks" (each fork's windows back to back, the forks interleaved) or "windows": every fork
+        of a round (one repeat of every server and cell) is started, warmed and kept running, and their
+        windows are taken in turn, so each fork's windows are spread over the round (see
+        :mod:`benchlab.running.rounds`: back-to-back windows share a fork's drift, spread ones do not).
     order : "interleaved" (A B C A B C) or "shuffled" (shuffled inside each repeat, with ``seed``)
     repeats : a number, or "auto": interleaved rounds are added until every rps ratio to the baseline (a
         lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
@@ -138,7 +142,7 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     from .running.progress import Progress
 
     check_design(repeats=repeats, iterations=iterations, precision=precision, max_repeats=max_repeats,
-                 restart=restart)
+                 restart=restart, interleave=interleave, port=port)
     # what every run of the comparison takes alike; the matrix sets each run's load point
     options = dict(threads=threads, duration=duration, warmup=warmup, timeout=timeout, ramp_up=ramp_up, plan=plan,
                    driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
@@ -148,7 +152,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     schedule = matrix(servers, scenarios, connections, max_repeats if repeats == AUTO else repeats, order=order,
                   seed=seed, load=load, users=users, loops=loops, rates=rates, options=options, factors=factors)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
-    rule = Rule(repeats=repeats, iterations=iterations, precision=precision, baseline=_baseline(baseline, names))
+    rule = Rule(repeats=repeats, iterations=iterations, precision=precision, baseline=_baseline(baseline, names),
+                interleave=interleave)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:
@@ -161,21 +166,17 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
         for spec in {spec.cell_key(): spec for _, spec in schedule}.values():
             check_tools(spec)
         base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer, or a missing tool, makes nothing
+        run_round = _round if interleave == "windows" else _one_by_one
         with Pool(base, enabled=restart == "never") as pool:
-            for index, (repeat, spec) in enumerate(schedule):
-                if rule.stop(records, repeat=repeat, new_round=index > 0 and repeat != schedule[index - 1][0]):
+            for repeat, specs in _rounds(schedule):
+                if rule.stop(records, repeat=repeat, new_round=repeat != schedule[0][0]):
                     break  # a whole round is done and every ratio is known well enough
-                windows = _windows(base, run_name(spec, repeat), rule.windows(records, repeat=repeat))
-                done = _stored(windows)
-                if done is not None:
-                    bar.finish(ran=False)
-                else:
-                    bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
-                    done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase)
-                    bar.finish()
-                records.extend(done)
-                for record in done if on_run else ():
-                    on_run(record)
+                m = rule.windows(records, repeat=repeat)
+                planned = [(spec, _windows(base, run_name(spec, repeat), m)) for spec in specs]
+                for done in run_round(planned, repeat=repeat, suite=suite, label=label, pool=pool, bar=bar):
+                    records.extend(done)
+                    for record in done if on_run else ():
+                        on_run(record)
     finally:
         bar.close()
         writer.release()
@@ -192,6 +193,59 @@ def _baseline(baseline, names: list[str]) -> str:
     if name not in names:
         raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
     return name
+
+
+def _rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec]]]:
+    """The schedule as rounds: each repeat and its runs, in their order."""
+    out: list[tuple[int, list[RunSpec]]] = []
+    for repeat, spec in schedule:
+        if not out or out[-1][0] != repeat:
+            out.append((repeat, []))
+        out[-1][1].append(spec)
+    return out
+
+
+def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
+    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs."""
+    for spec, windows in planned:
+        done = _stored(windows)
+        if done is not None:
+            bar.finish(ran=False)
+        else:
+            bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
+            done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase)
+            bar.finish()
+        yield done
+
+
+def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
+    """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
+    (:func:`benchlab.running.rounds.run`); a fork that failed keeps its windows and records the next as failed."""
+    from .running import rounds
+    from .running.measure import Fork
+
+    todo = []
+    for spec, windows in planned:
+        done = _stored(windows)
+        if done is not None:
+            bar.finish(ran=False)
+            yield done
+        else:
+            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
+                             back_to_back=False))
+    if not todo:
+        return
+    bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
+    for one in todo:
+        one.phase = lambda name, server=one.spec.server.name: bar.phase(f"{server} {name}")
+    outcomes = rounds.run(todo)
+    bar.finish(count=len(outcomes))
+    for outcome in outcomes:
+        if outcome.error is None:
+            yield outcome.records
+        else:
+            yield _failed_fork(outcome.fork.spec, outcome.fork.windows, outcome.error, repeat=repeat, suite=suite,
+                               label=label, started_at=outcome.fork.started_at)
 
 
 def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
@@ -217,13 +271,19 @@ def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite:
                     instance=pool.instance(spec))
     except (ServerError, VerifyError, LoadError) as exc:
         pool.drop(spec.server.name)  # a server that failed is not reused
-        kept = [r for r in (_finished(run_dir / "run.json") for run_dir, _ in windows) if r is not None]
-        run_dir, run_id = windows[len(kept)]
-        run_dir.mkdir(parents=True, exist_ok=True)
-        broken = failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=len(kept) + 1,
-                        key=spec.cell_key(), error=exc, started_at=started_at, label=label)
-        print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return [*kept, broken]
+        return _failed_fork(spec, windows, exc, repeat=repeat, suite=suite, label=label, started_at=started_at)
+
+
+def _failed_fork(spec: RunSpec, windows: list[tuple[Path, str]], exc: BaseException, *, repeat: int, suite: str,
+                 label, started_at: str) -> list[Run]:
+    """The runs of a fork that failed: the windows it finished, then its next window recorded as failed."""
+    kept = [r for r in (_finished(run_dir / "run.json") for run_dir, _ in windows) if r is not None]
+    run_dir, run_id = windows[len(kept)]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    broken = failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=len(kept) + 1,
+                    key=spec.cell_key(), error=exc, started_at=started_at, label=label)
+    print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+    return [*kept, broken]
 
 
 def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:

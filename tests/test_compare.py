@@ -170,3 +170,54 @@ def test_a_fork_whose_server_dies_keeps_its_finished_windows_and_fails_the_rest(
     assert "died" in failed["error"].iloc[0]
     assert list(ok["iteration"]) == list(range(1, len(ok) + 1)), "the windows before the death are kept"
     assert "failed" in set(suite.flags()["flag"]) and suite.summary(["rps"])["n"].tolist() == [1]
+
+
+def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_in_turn(jars, tmp_path, no_jvm_left):
+    # One round of two servers, 3 windows each: both JVMs run at once, their windows alternate (Tomcat, Jetty;
+    # Jetty, Tomcat; Tomcat, Jetty), the fork warmed first is resumed before its first window, and each fork
+    # says what it cost before it could measure.
+    servers = ["spring-tomcat", "spring-jetty"]
+    suite = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",
+                             warmup="1s", results_dir=tmp_path, progress=False)
+    runs = suite.runs.sort_values("started_at")
+    assert len(runs) == 6 and (runs["status"] == "ok").all()
+    assert runs["server"].tolist() == ["spring-tomcat", "spring-jetty", "spring-jetty", "spring-tomcat",
+                                       "spring-tomcat", "spring-jetty"]
+    assert runs["iteration"].tolist() == [1, 1, 2, 2, 3, 3]
+    pids = {server: {r.metadata["backend"]["pid"] for r in suite.records if r.params["server"] == server}
+            for server in servers}
+    assert all(len(p) == 1 for p in pids.values()) and pids["spring-tomcat"] != pids["spring-jetty"]
+    firsts = {r.params["server"]: r for r in suite.records if r.params["iteration"] == 1}
+    tomcat_warmup = firsts["spring-tomcat"].metadata["warmup"]
+    assert tomcat_warmup["resumed_s"] >= 4.0 and [s["phase"] for s in tomcat_warmup["slices"]] == ["resume"]
+    assert "resumed_s" not in firsts["spring-jetty"].metadata["warmup"], "the fork warmed last goes straight on"
+    assert (runs["fork_s"] > runs["warmup_s"]).all(), "a fork cost its start and warm-up before it measured"
+    assert firsts["spring-tomcat"].metrics["fork_s"] >= tomcat_warmup["resumed_s"] + 1.0
+    # started_at is each window's own: a window's span is its load, not its fork's warm-up
+    from benchlab.store.results import span
+
+    assert max(span([r]) for r in suite.records) < 10
+    summary = suite.summary(["rps"]).set_index("server")
+    assert (summary["n"] == 1).all() and (summary["windows"] == 3).all()
+    again = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",
+                             warmup="1s", results_dir=tmp_path, progress=False)
+    assert sorted(again.runs["started_at"]) == sorted(runs["started_at"]), "resumed: all found, nothing ran"
+
+
+def test_a_fork_that_dies_in_a_round_fails_alone(tmp_path):
+    # Two servers of one round, windows in turn: the one that dies 10 s after its start (its first window comes
+    # after the other's 5 s resume) keeps its finished windows and records its next as failed; the other measures
+    # all of its own.
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "warming_server.py"
+    dying = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0", "10"], name="dying", path="/")
+    steady = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0"], name="steady", path="/")
+    suite = benchlab.compare([steady, dying], ["/"], [4], repeats=1, iterations=4, interleave="windows",
+                             duration="1s", warmup="1s", results_dir=tmp_path, progress=False)
+    runs = suite.runs
+    mine = runs[runs["server"] == "steady"]
+    assert len(mine) == 4 and (mine["status"] == "ok").all()
+    died = runs[runs["server"] == "dying"].sort_values("iteration")
+    assert died["status"].tolist()[-1] == "failed" and "died" in died["error"].iloc[-1]
+    assert (died["status"].iloc[:-1] == "ok").all() and 2 <= len(died) < 4

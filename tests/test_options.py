@@ -37,8 +37,8 @@ def test_prepare_checks_every_per_run_option():
     per_run = {o.name for o in spec.options("run")} - {"results_dir", "label"}
     assert set(inspect.signature(spec.prepare).parameters) - {"tools"} == per_run  # tools: when to look for them
     compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
-    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "precision", "max_repeats", "rates",
-                            "order", "seed", "restart", "baseline", "factors", "progress"}
+    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "interleave", "precision", "max_repeats",
+                            "rates", "order", "seed", "restart", "baseline", "factors", "progress"}
 
 
 def test_the_notebook_takes_every_compare_option():

@@ -66,33 +66,39 @@ def enough(records, baseline: str, precision: float, *, alpha: float = 0.05) -> 
 
 #: iterations="auto": the windows of each fork in the first two rounds, which measure both noises.
 PILOT_WINDOWS = 3
-#: The most windows a fork the rule chooses: past this a fork's own drift matters more than its noise.
-MAX_WINDOWS = 10
+#: The most windows a fork the rule chooses. Back to back (interleave="forks"), past 10 a fork's own drift matters
+#: more than its noise; spread over a round (interleave="windows"), its windows sample that drift, up to 30.
+MAX_WINDOWS = {"forks": 10, "windows": 30}
 
 
 def costs(records) -> tuple[float, float]:
     """(seconds a fork costs before its first window, seconds a window costs), from the finished runs: a
-    window is a run that is not its fork's first (its start to its end); a fork is its first run's span
-    less one window, so its start, verify and warm-up. Falls back on warmup_s and the measured time."""
+    window is a run that is not its fork's first (its start to its end); a fork is what its runs say it cost
+    (``fork_s``: start, verify, warm-up), else its first run's span less one window. Falls back on warmup_s
+    and the measured time."""
     ok = [r for r in records if r.status == "ok"]
     later_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
     later = [s for s in later_spans if s is not None and s > 0]
     window = (sum(later) / len(later) if later else
               sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
     first_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
-    firsts = [s - window for s in first_spans if s is not None]
+    firsts = [float(r.metrics["fork_s"]) for r in ok
+              if (r.params.get("iteration") or 1) == 1 and r.metrics.get("fork_s") is not None]
+    if not firsts:
+        firsts = [s - window for s in first_spans if s is not None]
     if not firsts:
         firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("iteration") or 1) == 1]
     fork = sum(firsts) / len(firsts) if firsts else 0.0
     return max(fork, 0.0), max(window, 1e-3)
 
 
-def design(records) -> dict:
+def design(records, *, interleave: str = "forks") -> dict:
     """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
-    MAX_WINDOWS. The spreads are the rps components of every server's cell (stats.components), pooled as
-    mean variances; the costs come from :func:`costs`. Returns the choice with what it was made from."""
+    :data:`MAX_WINDOWS` of ``interleave``. The spreads are the rps components of every server's cell
+    (stats.components), pooled as mean variances; the costs come from :func:`costs`. Returns the choice with
+    what it was made from."""
     fork_s, window_s = costs(records)
     parts = []
     for servers in _windows(records).values():
@@ -109,12 +115,13 @@ def design(records) -> dict:
     b2, w2 = sum(between) / len(between), sum(within) / len(within)
     out.update(between_cv=math.sqrt(b2), within_cv=math.sqrt(w2))
     raw = math.inf if b2 == 0 else math.sqrt(fork_s / window_s * w2 / b2)
-    chosen = int(min(MAX_WINDOWS, max(1, round(raw))))
+    most = MAX_WINDOWS[interleave]
+    chosen = int(min(most, max(1, round(raw))))
     return {**out, "iterations": chosen, "why": (
         f"{chosen} window{'s' if chosen != 1 else ''} a fork: a fork costs {fork_s:.0f} s before its first "
         f"window (start, verify, warm-up) and a window {window_s:.0f} s; forks differ by {math.sqrt(b2):.1%} "
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
-        f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{MAX_WINDOWS}")}
+        f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{most}")}
 
 
 class Rule:
@@ -129,8 +136,9 @@ class Rule:
     (False, 2)
     """
 
-    def __init__(self, *, repeats, iterations, precision: float, baseline: str):
+    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: str = "forks"):
         self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
+        self.interleave = interleave
         self.iterations, self.precision, self.baseline = iterations, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
 
@@ -148,13 +156,13 @@ class Rule:
         if not self.by_design:
             return self.iterations
         if repeat > 2 and self.chosen is None:
-            self.chosen = design(records)
+            self.chosen = design(records, interleave=self.interleave)
         return self.chosen["iterations"] if self.chosen else PILOT_WINDOWS
 
     def describe(self, suite, records) -> None:
         """Say on ``suite`` the design it ran with and the precision it reached, where the caller asked."""
         if self.by_design:
-            suite.design = self.chosen or {**design(records), "iterations": PILOT_WINDOWS,
+            suite.design = self.chosen or {**design(records, interleave=self.interleave), "iterations": PILOT_WINDOWS,
                                            "why": f"{PILOT_WINDOWS} windows a fork: the pilot's, as the "
                                                   "comparison ended within its two rounds"}
         if self.by_precision:

@@ -86,8 +86,8 @@ def curves(records) -> pd.DataFrame:
     """The warm-up curves of ``records`` (:class:`~benchlab.store.results.Run`), one row per slice: id, server,
     repeat, t (seconds since the warm-up began), its phase ("prime" at a light load, "load" at the run's
     own) and connections, rps, p99, the JIT's cumulative compile time (``compile_s``) and its compiler
-    threads' CPU time (``jit_cpu_s``; None for a server without JVM counters), whether that run's warm-up ended steady, its class and the
-    time its JIT went quiet.
+    threads' CPU time (``jit_cpu_s``; None for a server without JVM counters), whether that run's warm-up
+    ended steady, its class and the time its JIT went quiet.
 
     Only ``warmup="auto"`` keeps a curve; a fixed warm-up adds no rows.
 

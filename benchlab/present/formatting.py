@@ -318,8 +318,8 @@ def warmups(frame: pd.DataFrame) -> pd.DataFrame:
         "class": get("warmup_class").map(lambda v: v if isinstance(v, str) else MISSING),
         "JIT quiet at": get("jit_quiet_s").map(seconds),
         "warm": [called(row) for row in ok.to_dict("records")],
-        "JIT compiling in window": get("jit_share").map(percent), "JIT CPU in window": get("jit_cpu_share").map(percent),
-        "GC in window": get("gc_share").map(percent),
+        "JIT compiling in window": get("jit_share").map(percent),
+        "JIT CPU in window": get("jit_cpu_share").map(percent), "GC in window": get("gc_share").map(percent),
     })
     shown.index = get("id")
     return shown

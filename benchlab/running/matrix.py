@@ -10,7 +10,7 @@ from ..schema import AUTO
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
-from .spec import ORDERS, RESTARTS, RunSpec, prepare
+from .spec import INTERLEAVES, ORDERS, RESTARTS, RunSpec, prepare
 
 
 def as_list(value, name: str) -> list:
@@ -68,13 +68,21 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
         raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
 
 
-def check_design(*, repeats, iterations, precision, max_repeats, restart) -> None:
-    """The options that shape a comparison rather than one run: the forks, the windows a fork, the
-    precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
+def check_design(*, repeats, iterations, precision, max_repeats, restart, interleave="forks", port=None) -> None:
+    """The options that shape a comparison rather than one run: the forks, the windows a fork and their order,
+    the precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
     if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
         raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
+    if interleave not in INTERLEAVES:
+        raise UsageError(f"unknown interleave {interleave!r}: choose one of {', '.join(INTERLEAVES)}")
+    if interleave == "windows" and restart == "never":
+        raise UsageError("interleave='windows' keeps the forks of a round running together, and restart='never' "
+                         "keeps one server for every run: use interleave='forks' with restart='never'")
+    if interleave == "windows" and port is not None:
+        raise UsageError(f"interleave='windows' runs the forks of a round at once, each on its own port: leave "
+                         f"port unset (not {port!r}) so each takes a free one")
     if repeats == AUTO:
         if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision < 1:
             raise UsageError(f"precision must be a fraction between 0 and 1, such as 0.03 for +/-3%, "

@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 
 from ..analysis import steady
-from ..errors import ServerError, VerifyError, tail
+from ..errors import LoadError, ServerError, VerifyError, tail
 from ..store import locks
 from ..store.results import Run, save
 from . import backends, drivers, jars, metadata, perfdata, servers, variants
@@ -125,62 +125,105 @@ def fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, sui
     the warm-up's curve. A server that dies in window k raises after windows 1..k-1 are stored."""
     pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
     with locks.cores(pinned) as waited:
-        return _fork(spec, [(Path(d), i) for d, i in windows], repeat=repeat, suite=suite, label=label,
-                     key=key, on_phase=on_phase, instance=instance, waited=waited)
+        one = Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=key, on_phase=on_phase,
+                   instance=instance, waited=waited)
+        with one:
+            one.open()
+            return [one.window() for _ in windows]
 
 
-def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite, label, key, on_phase, instance,
-          waited: float) -> list[Run]:
-    for run_dir, _ in windows:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    first_dir, first_id = windows[0]
-    driver = drivers.get(spec.driver, spec.load.model)
-    spec.build()
-    started_at = now()
-    name = f"{first_id}@{started_at}"  # the fork: unique even where two folders hold the same run ids
-    backend = backends.get(spec.backend, **spec.backend_options)
-    phase = on_phase or (lambda name: None)
-    log_path = first_dir / "server.log"
-    records: list[Run] = []
+class Fork:
+    """One server process, warmed once, and its measured windows: :meth:`open` starts, verifies and warms it,
+    each :meth:`window` measures and stores the next of ``windows``, and leaving the ``with`` block stops
+    it (an ``instance`` given is used as it is and left running). Windows may come back to back
+    (:func:`fork`) or between other forks' windows (:mod:`benchlab.running.rounds`)."""
 
-    owned = instance is None
-    jvm = None
-    try:
-        phase("start")
-        if instance is None:
-            instance = _start(spec, backend, first_id, log_path)
-        servers.check_loopback(instance.url, allow_remote=spec.allow_remote)
-        phase("verify")
-        meta = _verified(spec, instance, driver)
-        runner = backend.load_runner()  # docker may run the load tool in its own container
-        phase("warmup")
-        jvm = instance.counters() if hasattr(instance, "counters") else None  # None: not a JVM
-        warmed = _warm(spec, instance, runner, jvm, first_dir)
-        meta["jvm"] = ({"collectors": jvm.collectors, "policy": jvm.policy, "perfdata": jvm.path}
-                       if jvm is not None else None)
-        for iteration, (run_dir, run_id) in enumerate(windows, start=1):
-            phase("measure" if len(windows) == 1 else f"measure {iteration}/{len(windows)}")
-            window_started = now() if iteration > 1 else started_at
-            measured, samples, counters, on_cores = _window(spec, driver, instance, runner, jvm, run_dir, waited)
-            waited = 0.0  # the wait for the cores came before the first window
-            if not instance.alive():
-                raise _died(spec, instance, log_path)
-            measured.update(startup_ms=instance.startup_ms, warmup_s=warmed["seconds"], warm=warmed["steady"],
-                            warmup_class=warmed.get("class"), jit_quiet_s=warmed.get("jit_quiet_s"))
-            record = Run(id=run_id, params={**spec.params(repeat), "iteration": iteration, "fork": name},
-                         metrics=measured, samples=tuple(samples), counters=tuple(counters),
-                         metadata=_window_metadata(meta, backend, instance, warmed, on_cores, first=iteration == 1),
-                         suite=suite, label=label, key=key or spec.cell_key(), started_at=window_started,
-                         finished_at=now(), files=_files(run_dir), directory=str(run_dir))
-            save(record, run_dir)
-            records.append(record)
-    finally:
+    def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
+                 key=None, on_phase=None, instance=None, waited: float = 0.0, back_to_back: bool = True):
+        self.spec, self.windows = spec, [(Path(d), i) for d, i in windows]
+        self.back_to_back = back_to_back  # the first window follows the warm-up at once: its span includes both
+        self.repeat, self.suite, self.label, self.key = repeat, suite, label, key
+        self.phase = on_phase or (lambda name: None)
+        self.instance, self.owned, self.waited = instance, instance is None, waited
+        self.records: list[Run] = []
+        self.jvm = None
+        self.name = ""  # the fork's name: its first run id and when it started
+        self.started_at = now()
+
+    def open(self) -> None:
+        """Start (unless given), verify and warm the server."""
+        spec = self.spec
+        for run_dir, _ in self.windows:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        first_dir, first_id = self.windows[0]
+        self.driver = drivers.get(spec.driver, spec.load.model)
+        spec.build()
+        self.started_at = now()
+        self.name = f"{first_id}@{self.started_at}"  # unique even where two folders hold the same run ids
+        self.backend = backends.get(spec.backend, **spec.backend_options)
+        self.log_path = first_dir / "server.log"
+        began = time.monotonic()
+        self.phase("start")
+        if self.instance is None:
+            self.instance = _start(spec, self.backend, first_id, self.log_path)
+        servers.check_loopback(self.instance.url, allow_remote=spec.allow_remote)
+        self.phase("verify")
+        self.meta = _verified(spec, self.instance, self.driver)
+        self.runner = self.backend.load_runner()  # docker may run the load tool in its own container
+        self.phase("warmup")
+        self.jvm = self.instance.counters() if hasattr(self.instance, "counters") else None  # None: not a JVM
+        self.warm_began = time.monotonic()
+        self.warmed = _warm(spec, self.instance, self.runner, self.jvm, first_dir)
+        self.meta["jvm"] = ({"collectors": self.jvm.collectors, "policy": self.jvm.policy, "perfdata": self.jvm.path}
+                            if self.jvm is not None else None)
+        self.fork_s = time.monotonic() - began  # what the fork cost before it could measure
+
+    def window(self) -> Run:
+        """Measure and store the next window; a server that died meanwhile raises :class:`ServerError`."""
+        spec, iteration = self.spec, len(self.records) + 1
+        run_dir, run_id = self.windows[iteration - 1]
+        self.phase("measure" if len(self.windows) == 1 else f"measure {iteration}/{len(self.windows)}")
+        window_started = self.started_at if iteration == 1 and self.back_to_back else now()
+        try:
+            if not self.instance.alive():  # it may have died while other forks had the load
+                raise _died(spec, self.instance, self.log_path)
+            measured, samples, counters, on_cores = _window(spec, self.driver, self.instance, self.runner, self.jvm,
+                                                            run_dir, self.waited)
+        except LoadError:
+            if not self.instance.alive():  # the load tool failed because the server had died: say that
+                raise _died(spec, self.instance, self.log_path) from None
+            raise
+        self.waited = 0.0  # the wait for the cores came before the first window
+        if not self.instance.alive():
+            raise _died(spec, self.instance, self.log_path)
+        measured.update(startup_ms=self.instance.startup_ms, warmup_s=self.warmed["seconds"],
+                        warm=self.warmed["steady"], warmup_class=self.warmed.get("class"),
+                        jit_quiet_s=self.warmed.get("jit_quiet_s"), fork_s=round(self.fork_s, 3))
+        record = Run(id=run_id, params={**spec.params(self.repeat), "iteration": iteration, "fork": self.name},
+                     metrics=measured, samples=tuple(samples), counters=tuple(counters),
+                     metadata=_window_metadata(self.meta, self.backend, self.instance, self.warmed, on_cores,
+                                               first=iteration == 1),
+                     suite=self.suite, label=self.label, key=self.key or spec.cell_key(),
+                     started_at=window_started, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
+        save(record, run_dir)
+        self.records.append(record)
+        return record
+
+    def close(self) -> None:
+        """Stop the server (if this fork started it) and let go of its counters; again, it does nothing."""
+        jvm, self.jvm = self.jvm, None
         if jvm is not None:
             jvm.close()
-        if owned and instance is not None:
-            phase("stop")
+        if self.owned and self.instance is not None:
+            instance, self.instance = self.instance, None
+            self.phase("stop")
             instance.stop()
-    return records
+
+    def __enter__(self) -> Fork:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _start(spec: RunSpec, backend, run_id: str, log_path: Path):
@@ -217,8 +260,9 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
 
 def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
     """Warm the server up once for the whole fork; a server that died meanwhile fails the run."""
+    compile_cpus = instance.compile_cpus() if hasattr(instance, "compile_cpus") else None
     warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
-                     runner=runner, perfdata=jvm)
+                     runner=runner, perfdata=jvm, compile_cpus=compile_cpus)
     if not instance.alive():
         raise ServerError(f"{spec.server.name} died during the warm-up")
     return warmed

@@ -185,6 +185,14 @@ class CompilerThreads:
         self.seconds()
         return [int(tid) for tid in self._last]
 
+    def pin(self, cpus) -> None:
+        """Let the compiler threads alive now run on ``cpus`` only (one that just ended is passed over)."""
+        for tid in self.tids():
+            try:
+                os.sched_setaffinity(tid, set(cpus))
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+
     def seconds(self) -> float | None:
         """The compiler threads' CPU seconds so far; None once the JVM is gone."""
         folder = f"/proc/{self.pid}/task"

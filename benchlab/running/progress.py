@@ -79,11 +79,13 @@ class Progress:
         self._phase = name
         self._show()
 
-    def finish(self, *, ran: bool = True) -> None:
+    def finish(self, *, ran: bool = True, count: int = 1) -> None:
+        """``count`` planned forks are done (a round of forks that ran together ends them at once)."""
         if ran:
             wall = time.monotonic() - self._run_began
-            self.overheads.append(max(0.0, wall - self.planned[self.done]))
-        self.done += 1
+            planned = sum(self.planned[self.done:self.done + count])
+            self.overheads.extend([max(0.0, wall - planned) / count] * count)
+        self.done += count
         self._run_began = time.monotonic()
         self._show()
 

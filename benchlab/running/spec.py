@@ -48,6 +48,9 @@ class Option:
 LOAD_MODELS = ("duration", "count", "rate")
 ORDERS = ("interleaved", "shuffled")
 RESTARTS = ("each-run", "never")
+#: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the
+#: forks of a round alive together with their windows interleaved ("windows": benchlab.running.rounds).
+INTERLEAVES = ("forks", "windows")
 
 #: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
@@ -62,8 +65,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("connections", "ints", "compare", "one or more connection counts, comma separated"),
     Option("repeats", "count", "compare", "runs per server and cell, interleaved; auto: until precision is reached"),
     Option("iterations", "count", "compare", "measured windows per repeat: each repeat is one server process (a "
-           "fork), warmed once, then this many windows back to back; auto: chosen from what forks and windows "
+           "fork), warmed once, then this many windows (see --interleave); auto: chosen from what forks and windows "
            "cost and how much each varies"),
+    Option("interleave", "text", "compare", "forks: each fork's windows back to back, forks interleaved; windows: "
+           "every fork of a round kept running and their windows taken in turn, so a fork's windows are spread "
+           "over the round (windows far apart are close to independent; back to back they share a drift)",
+           INTERLEAVES),
     Option("precision", "float", "compare", "repeats=auto: add rounds until every rps ratio is within +/- this"),
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),

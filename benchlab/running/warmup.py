@@ -101,17 +101,18 @@ def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: floa
     return None
 
 
-def judge(slices: list[dict], *, origin: dict | None = None) -> dict:
+def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIET_SHARE) -> dict:
     """The state of a warm-up so far: ``{"warm", "class", "jit_quiet", "rule"}``.
 
     ``warm`` is the rule of this module; ``class`` the Barrett class of the throughput series; ``rule``
     "jit+throughput", or "throughput" when the server has no JVM counters. ``origin`` holds the counters
-    read before the first slice.
+    read before the first slice; ``share`` is the compile time's share of the wall time under which the
+    compiler is quiet.
     """
     rps = [s.get("rps") or 0.0 for s in slices]
     steady_slices = _slices(STEADY_WINDOW)
     kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
-    quiet = jit_quiet([origin, *slices] if origin else slices)
+    quiet = jit_quiet([origin, *slices] if origin else slices, share=share)
     settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
                and not changepoints.rising(rps[-steady_slices:]))
     warm = settled and quiet is not False
@@ -151,51 +152,83 @@ def _counters(perfdata) -> dict:
     except (OSError, ValueError):
         return {}
     return {"compile_s": values["compile_s"], "compiles": values["compiles"], "gc_count": values["gc_count"],
-            "gc_s": values["gc_s"]}
+            "gc_s": values["gc_s"], "jit_cpu_s": values.get("jit_cpu_s")}
+
+
+def _slice(url: str, scenario, slice_load: Load, phase: str, *, began: float, cpus, workdir: Path, runner=None,
+           perfdata=None, on_slice=None) -> dict:
+    """One slice of warming load through wrk, and the counters after it, on the clock that began at ``began``."""
+    metrics, _ = drivers.execute(drivers.tool("wrk"), url, scenario, slice_load, cpus=cpus, workdir=workdir,
+                                 phase="warmup", runner=runner)
+    done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
+            "rps": metrics.get("rps"), "p99": metrics.get("p99"), **_counters(perfdata)}
+    if on_slice is not None:
+        on_slice(done)
+    return done
+
+
+#: A fork that sat idle while others warmed (``interleave="windows"``) is resumed: slices of its own load until
+#: its compiler has been quiet over :data:`RESUME_WINDOW` seconds, for at most :data:`RESUME_LIMIT`. Measured
+#: here, four Jetty forks that waited 1.5-5 min compiled 0.9-1.8 s in their first 5 s window back under load, the
+#: one that had not waited nothing, and all of them little from their second window on.
+RESUME_WINDOW = 10.0
+RESUME_LIMIT = 60.0
+
+
+def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, perfdata=None,
+           limit: float = RESUME_LIMIT) -> dict:
+    """Bring a warmed server that sat idle back to its run's load: ``{"seconds", "quiet", "slices"}``.
+
+    A fixed warm-up resumes with one slice (its threads come back; nothing is judged); ``auto`` with slices
+    until the JIT was quiet over the last :data:`RESUME_WINDOW` s (``quiet`` True), or ``limit`` (False); a
+    server without counters, one slice (``quiet`` None).
+    """
+    began = time.monotonic()
+    origin = {"t": 0.0, **_counters(perfdata)}
+    slices = [_slice(url, scenario, _warming_load(load, SLICE), "resume", began=began, cpus=cpus, workdir=workdir,
+                     runner=runner, perfdata=perfdata)]
+    quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
+    while quiet is False and time.monotonic() - began < limit:
+        slices.append(_slice(url, scenario, _warming_load(load, SLICE), "resume", began=began, cpus=cpus,
+                             workdir=workdir, runner=runner, perfdata=perfdata))
+        quiet = jit_quiet([origin, *slices], window=RESUME_WINDOW)
+    return {"seconds": time.monotonic() - began, "quiet": quiet, "slices": slices}
 
 
 def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, on_slice=None,
-            perfdata=None, limit: float = LIMIT) -> dict:
+            perfdata=None, limit: float = LIMIT, compile_cpus=None) -> dict:
     """Warm the server as ``load.warmup`` says and return what happened, to be stored with the run.
 
     ``{"mode": "fixed" | "auto", "seconds", "steady": bool | None, "class", "jit_quiet_s", "rule",
-    "primed_s", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles", "gc_count",
-    "gc_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False when ``auto``
-    reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or None for a
-    server without JVM counters.
+    "primed_s", "compile_cpus", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles",
+    "gc_count", "gc_s", "jit_cpu_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False
+    when ``auto`` reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or
+    None for a server without JVM counters.
 
-    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
-    (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections (or its own, if fewer) until its
+    compiler is quiet (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds
+    there. With ``compile_cpus``, ``(the run's cores, the server's)``, the JVM's compiler threads prime on the
+    run's cores and go back to the server's when priming ends, before anything is judged at the run's load
+    (see :func:`_prime`).
     """
-    wrk = drivers.tool("wrk")
     began = time.monotonic()
     start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
     if load.warmup != AUTO:
         seconds = float(load.warmup)
         if seconds > 0:
-            drivers.execute(wrk, url, scenario, _warming_load(load, seconds), cpus=cpus, workdir=workdir,
-                            phase="warmup", runner=runner)
+            drivers.execute(drivers.tool("wrk"), url, scenario, _warming_load(load, seconds), cpus=cpus,
+                            workdir=workdir, phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
         return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,
-                "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
+                "jit_quiet_s": None, "rule": None, "primed_s": None, "compile_cpus": None, "slices": [],
                 "counters": [start, end] if perfdata else []}
 
     def one(phase: str, slice_load: Load) -> dict:
-        metrics, _ = drivers.execute(wrk, url, scenario, slice_load, cpus=cpus, workdir=workdir, phase="warmup",
-                                     runner=runner)
-        done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
-                "rps": metrics.get("rps"), "p99": metrics.get("p99"), **_counters(perfdata)}
-        if on_slice is not None:
-            on_slice(done)
-        return done
+        return _slice(url, scenario, slice_load, phase, began=began, cpus=cpus, workdir=workdir, runner=runner,
+                      perfdata=perfdata, on_slice=on_slice)
 
-    slices: list[dict] = []
-    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
-    if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
-        while time.monotonic() - began < min(PRIME_LIMIT, limit):
-            slices.append(one("prime", prime))
-            if jit_quiet([start, *slices]):
-                break
+    wide = compile_cpus if perfdata is not None and getattr(perfdata, "compilers", None) else None
+    slices = _prime(one, load, start, began=began, limit=limit, perfdata=perfdata, wide=wide)
     primed = slices[-1]["t"] if slices else None
     origin = slices[-1] if slices else start  # the counters as the run's own load begins
     own: list[dict] = []
@@ -206,4 +239,35 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
         if state["warm"] or time.monotonic() - began >= limit:
             return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"],
                     "class": state["class"], "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None,
-                    "rule": state["rule"], "primed_s": primed, "slices": slices, "counters": []}
+                    "rule": state["rule"], "primed_s": primed, "compile_cpus": list(wide[0]) if wide else None,
+                    "slices": slices, "counters": []}
+
+
+def _prime(one, load: Load, start: dict, *, began: float, limit: float, perfdata, wide) -> list[dict]:
+    """The priming slices: a light load until the JIT is quiet, with its compiler threads on ``wide[0]``
+    meanwhile and back on ``wide[1]`` after, when ``wide`` is given. None for a server without counters, or
+    one already at the light load with nowhere wider for its compiler to go.
+
+    Why widen: on its own core the compiler shares one core with the request threads and starves (measured
+    here, Tomcat priming at 16 connections: 52 s of compile time from 12 s of compiler CPU), while the load
+    tool leaves most of its core idle at a light load. Undertow primed in 96-101 s pinned and 30 s widened,
+    Jetty in 50-60 s and 35 s. Priming ends with every compiler thread back on the server's cores, so what is
+    judged warm at the run's load, and everything measured, runs as pinned as before. Only a JVM that started
+    on the run's cores widens (the local backend's wide start; ``-XX:ActiveProcessorCount`` in ``jvm_opts``
+    turns both off)."""
+    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
+    light = prime.connections < _warming_load(load, SLICE).connections
+    if perfdata is None or not (light or wide):
+        return []
+    slices: list[dict] = []
+    if wide:
+        perfdata.compilers.pin(wide[0])
+    try:
+        while time.monotonic() - began < min(PRIME_LIMIT, limit):
+            slices.append(one("prime", prime))
+            if jit_quiet([start, *slices]):
+                break
+    finally:
+        if wide:
+            perfdata.compilers.pin(wide[1])  # every thread of the server on its own cores again
+    return slices
