@@ -21,7 +21,8 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
 
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
-    python3 benchmarks/aa.py [--forks 6] [--iterations 4] [--duration 5s] [--results DIR] [--splits 2000]
+    python3 benchmarks/aa.py [--forks 6] [--iterations 4] [--duration 5s] [--interleave windows] [--results DIR]
+                             [--splits 2000]
 """
 
 from __future__ import annotations
@@ -95,15 +96,18 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--splits", type=int, default=2000)
     parser.add_argument("--results", help="a results folder: resumed if it holds some of the runs")
+    parser.add_argument("--interleave", default="windows", choices=("windows", "forks"),
+                        help="the order of the windows (compare's interleave; default windows)")
     args = parser.parse_args()
 
     results = args.results or tempfile.mkdtemp(prefix="benchlab-aa-")
     began = time.monotonic()
     suite = benchlab.compare(list(NAMES), repeats=args.forks, iterations=args.iterations, duration=args.duration,
-                             connections=[args.connections], warmup="auto", results_dir=results, progress=False)
+                             interleave=args.interleave, connections=[args.connections], warmup="auto",
+                             results_dir=results, progress=False)
     took = time.monotonic() - began
-    print(f"{suite!r}: {args.forks} forks a name x {args.iterations} windows of {args.duration}, "
-          f"c={args.connections}, warm-up auto; {took / 60:.0f} min here; stored in {results}")
+    print(f"{suite!r}: {args.forks} forks a name x {args.iterations} windows of {args.duration}, interleave "
+          f"{args.interleave}, c={args.connections}, warm-up auto; {took / 60:.0f} min here; stored in {results}")
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)\n")
     for metric in ("rps", "p99"):
         print("  " + suite.verdicts(metric)["verdict"].iloc[0])

@@ -9,16 +9,19 @@ Then a whole compare: wall time against pure load time (warm-up + measure). The 
 starting, verifying, stopping and storing cost per run. Goal: at most 1.25x.
 
 With ``--verdict``: the wall time a verdict costs. The three servlet servers are compared with ``--repeats``
-forks each of ``--windows`` windows (warm-up auto), once. From those same forks, side by side, two designs:
-one window per fork (each fork's first window: what ``iterations=1`` measures), and the windows a fork that
-``iterations="auto"`` chooses from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each,
-the forks needed until every rps ratio to the baseline is within +/-5% (its fork means' log variance per
-server, Welch's t) and so the wall time, each fork costing its start and warm-up plus its windows as measured.
-The ratio of the two times has a 95% interval from a bootstrap over each server's forks. Goal: at most 0.5.
+forks each of ``--windows`` windows (warm-up auto), once, their windows ordered as ``--interleave`` says
+(``windows``, the default: each round's forks kept running and their windows taken in turn; ``forks``: each
+fork's windows back to back). From those same forks, side by side, two designs: one window per fork (each
+fork's first window: what ``iterations=1`` measures), and the windows a fork that ``iterations="auto"`` chooses
+from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each, the forks needed until
+every rps ratio to the baseline is within +/-5% (its fork means' log variance per server, Welch's t) and so the
+wall time, each fork costing its start and warm-up plus its windows as measured. The ratio of the two times
+has a 95% interval from a bootstrap over each server's forks. Goal: at most 0.5.
 
     python3 benchmarks/turnaround.py [--pairs 6] [--core 0] [--repeats 2] [--duration 20] [--warmup 10]
     python3 benchmarks/turnaround.py --startup-only
-    python3 benchmarks/turnaround.py --verdict [--repeats 3] [--windows 6] [--duration 5] [--results DIR]
+    python3 benchmarks/turnaround.py --verdict [--repeats 3] [--windows 6] [--duration 5] [--interleave windows]
+                                     [--results DIR]
 """
 
 from __future__ import annotations
@@ -143,9 +146,11 @@ def verdict_time(args) -> None:
     results = args.results or tempfile.mkdtemp(prefix="benchlab-verdict-")
     began = time.monotonic()
     suite = benchlab.compare(names, ["hello"], [args.connections], repeats=args.repeats, iterations=args.windows,
-                             duration=f"{args.duration}s", warmup="auto", progress=False, results_dir=results)
-    print(f"{suite!r}: {args.repeats} forks a server x {args.windows} windows of {args.duration} s, warm-up auto, "
-          f"c={args.connections}; {(time.monotonic() - began) / 60:.0f} min here; stored in {results}")
+                             interleave=args.interleave, duration=f"{args.duration}s", warmup="auto", progress=False,
+                             results_dir=results)
+    print(f"{suite!r}: {args.repeats} forks a server x {args.windows} windows of {args.duration} s, interleave "
+          f"{args.interleave}, warm-up auto, c={args.connections}; {(time.monotonic() - began) / 60:.0f} min here; "
+          f"stored in {results}")
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
     ok = [r for r in suite.records if r.status == "ok"]
     windows: dict[str, list[list[float]]] = {}
@@ -153,7 +158,7 @@ def verdict_time(args) -> None:
         mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["iteration"])
         windows.setdefault(mine[0].params["server"], []).append([r.metrics["rps"] for r in mine])
     fork_s, window_s = precision.costs(ok)
-    chosen = precision.design(ok)
+    chosen = precision.design(ok, interleave=args.interleave)
     m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
     print(f"measured: a fork costs {fork_s:.0f} s before its first window, a window {window_s:.1f} s")
     print(f"iterations=auto would choose: {chosen['why']}"
@@ -192,6 +197,8 @@ def main() -> None:
     parser.add_argument("--verdict", action="store_true", help="the wall time to a +/-5%% verdict, two designs")
     parser.add_argument("--windows", type=int, default=6, help="--verdict: windows measured a fork")
     parser.add_argument("--results", help="--verdict: a results folder (resumed if it holds some runs)")
+    parser.add_argument("--interleave", default="windows", choices=("windows", "forks"),
+                        help="--verdict: the order of the windows (compare's interleave)")
     args = parser.parse_args()
 
     benchlab.build()

@@ -29,15 +29,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from figures import line
+from figures import line, ratio_interval
 
 import benchlab
 from benchlab.running import backends, drivers, warmup
 from benchlab.running.spec import prepare
 
 
-def one_fork(server: str, *, duration: str, connections: int, long: float, workdir: Path) -> dict:
-    """Warm one fresh JVM with auto, measure; warm it on to ``long`` seconds, measure again."""
+def one_fork(server: str, *, duration: str, connections: int, long: float, workdir: Path, windows: int = 1) -> dict:
+    """Warm one fresh JVM with auto, measure ``windows`` windows; warm it on to ``long`` seconds, measure again."""
     spec = prepare(server, "hello", connections=connections, duration=duration, warmup="auto")
     driver = drivers.get(spec.driver, spec.load.model)
     benchlab.running.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
@@ -49,20 +49,25 @@ def one_fork(server: str, *, duration: str, connections: int, long: float, workd
         began = time.monotonic()
         auto = warmup.warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
                               perfdata=jvm)
-        auto_rps = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                   workdir=workdir, phase="measure")[0]["rps"]
+        def measured() -> float:
+            """The mean rps of ``windows`` windows back to back, each a point of the curve."""
+            got = []
+            for _ in range(windows):
+                got.append(drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                           workdir=workdir, phase="measure")[0]["rps"])
+                curve.append({"t": round(time.monotonic() - began, 3), "rps": got[-1], "phase": "measure",
+                              **warmup._counters(jvm)})
+            return sum(got) / len(got)
+
         curve = list(auto["slices"])
-        after = {"t": round(time.monotonic() - began, 3), "rps": auto_rps, **warmup._counters(jvm)}
-        curve.append(after)
+        auto_rps = measured()
         slice_load = warmup._warming_load(spec.load, warmup.SLICE)
         while time.monotonic() - began < long:
             metrics = drivers.execute(drivers.tool("wrk"), instance.url, spec.scenario, slice_load,
                                       cpus=spec.load_cpus, workdir=workdir, phase="warmup")[0]
             curve.append({"t": round(time.monotonic() - began, 3), "rps": metrics.get("rps"),
                           **warmup._counters(jvm)})
-        long_rps = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                   workdir=workdir, phase="measure")[0]["rps"]
-        curve.append({"t": round(time.monotonic() - began, 3), "rps": long_rps, **warmup._counters(jvm)})
+        long_rps = measured()
     finally:
         if jvm is not None:
             jvm.close()
@@ -78,8 +83,6 @@ def one_fork(server: str, *, duration: str, connections: int, long: float, workd
 def aot_lines(servers: list[str], forks: list[dict]) -> None:
     """Per server: the JIT-quiet time and auto's time with the AOT cache against without, and whether
     steady throughput is equivalent (90% interval of the per-round ratio within 0.95-1.05)."""
-    from figures import ratio_interval
-
     print()
     for plain, aot in zip(servers[::2], servers[1::2]):
         mine = {name: [f for f in forks if f["server"] == name] for name in (plain, aot)}
@@ -99,6 +102,49 @@ def aot_lines(servers: list[str], forks: list[dict]) -> None:
               f"over {len(ratios)} rounds; equivalence margin 0.95-1.05): {said}")
 
 
+def replay(fork: dict, share: float) -> dict | None:
+    """Where ``auto`` would have called this fork warm had its compiler counted as quiet at ``share``: the rule
+    run again over the fork's own slices at the run's load (its priming left as it was), and what the curve
+    shows after that call: the throughput of the next 30 s over that of the last 30 s before the long
+    warm-up ended, and the compile time's share of the 30 s after the call."""
+    curve = fork["curve"]
+    primes = [i for i, s in enumerate(curve) if s.get("phase") == "prime"]
+    origin = curve[primes[-1]] if primes else {"t": 0.0, "compile_s": curve[0].get("compile_s")}
+    loaded = [s for s in curve[primes[-1] + 1 if primes else 0:] if s.get("rps")]  # the run's own load from here
+    own = [s for s in loaded if s.get("phase") != "measure"]  # the 5 s slices the rule judges
+    called = next((i for i in range(1, len(own) + 1)
+                   if warmup.judge(own[:i], origin=origin, share=share)["warm"]), None)
+    if called is None:
+        return None
+    at = own[called - 1]["t"]
+    after = [s for s in loaded if at < s["t"] <= at + 30.0]
+    last = [s for s in own if s["t"] > own[-1]["t"] - 30.0]
+    if not after or not last:
+        return None
+    later = [s for s in curve if s["t"] <= at + 30.0 and s.get("compile_s") is not None]
+    return {"t": at, "ratio": statistics.fmean(s["rps"] for s in after) / statistics.fmean(s["rps"] for s in last),
+            "compile_share": (later[-1]["compile_s"] - own[called - 1]["compile_s"]) / max(later[-1]["t"] - at, 1e-9)}
+
+
+def replays(forks: list[dict], shares: list[float]) -> None:
+    """For each candidate quiet share: per server, when auto would call the forks warm, their throughput then
+    against the end of the long warm-up, and how much they compiled in the 30 s after the call."""
+    print()
+    print("the rule replayed over the stored curves at other quiet shares (throughput from 5 s slices):")
+    for share in shares:
+        for server in dict.fromkeys(f["server"] for f in forks):
+            got = [replay(f, share) for f in forks if f["server"] == server]
+            calls = [g for g in got if g is not None]
+            if not calls:
+                print(f"  share {share:.2f} {server:24} never called warm")
+                continue
+            centre, low, high = ratio_interval([g["ratio"] for g in calls])
+            times = ", ".join(f"{g['t']:.0f}" for g in calls)
+            print(f"  share {share:.2f} {server:24} called at {times} s; next 30 s "
+                  f"/ last 30 s {centre:.3f} [{low:.3f}, {high:.3f}]; compile share after the call "
+                  f"{max(g['compile_share'] for g in calls):.2f} at most; {len(got) - len(calls)} never called")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
@@ -106,10 +152,12 @@ def main() -> None:
     parser.add_argument("--duration", default="10s")
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--long", type=float, default=300.0, help="the long warm-up, seconds")
+    parser.add_argument("--windows", type=int, default=1, help="windows measured at each point (their mean)")
     parser.add_argument("--aot", action="store_true", help="also run each server with +aot (Java 25's AOT cache)")
     parser.add_argument("--curves", help="write every fork's curve (rps, compile time per slice) to this JSON file")
     parser.add_argument("--again", metavar="CURVES", help="run nothing: judge the forks of a --curves file again "
                                                            "(the JIT-quiet time and false calls by today's rule)")
+    parser.add_argument("--shares", help="with --again: replay the rule at these quiet shares, e.g. 0.05,0.1,0.25")
     args = parser.parse_args()
     if args.again:
         forks = json.loads(Path(args.again).read_text())
@@ -120,6 +168,8 @@ def main() -> None:
         servers = list(dict.fromkeys(f["server"] for f in forks))
         print(f"{len(forks)} forks of {Path(args.again).name}, judged again")
         report(servers, forks, long=args.long, aot=args.aot)
+        if args.shares:
+            replays(forks, [float(x) for x in args.shares.split(",")])
         return
 
     servers = args.servers.split(",")
@@ -133,16 +183,16 @@ def main() -> None:
         order = servers if r % 2 == 0 else servers[::-1]
         for server in order:
             fork = one_fork(server, duration=args.duration, connections=args.connections, long=args.long,
-                            workdir=results / f"{server}-{r}")
+                            workdir=results / f"{server}-{r}", windows=args.windows)
             forks.append(fork)
+            if args.curves:  # after every fork: a long benchmark that stops keeps what it measured
+                Path(args.curves).write_text(json.dumps(forks, indent=1))
             primed = f"primed {fork['primed_s']:.0f} s, " if fork["primed_s"] is not None else ""
             print(f"  round {r + 1} {server:24} auto {fork['auto_s']:5.0f} s ({primed}{fork['class']}, "
                   f"warm: {fork['auto_warm']}) {fork['auto_rps']:>9,.0f} req/s | JIT quiet at "
                   f"{fork['quiet_s'] if fork['quiet_s'] is not None else float('nan'):5.0f} s | after "
                   f"{args.long:.0f} s {fork['long_rps']:>9,.0f} req/s"
                   + ("  FALSE STEADY CALL" if fork["false_steady"] else ""), flush=True)
-    if args.curves:
-        Path(args.curves).write_text(json.dumps(forks, indent=1))
     report(servers, forks, long=args.long, aot=args.aot)
 
 
