@@ -22,28 +22,29 @@ from .store.results import Run
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
-        backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
-        port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
+        pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None,
+        cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
         load_in_container=False, load_docker_host=None, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
-    Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response,
-    warms it up (``warmup="auto"``: until its throughput stops rising, see :mod:`benchlab.running.warmup`; or a
-    fixed time such as ``"30s"``), then offers the load for ``duration`` from ``load_cpus`` while sampling
-    both sides' CPU and memory. The result is written to ``results_dir/<run id>/run.json`` with the load
-    tool's raw output and the server log beside it. Every option is checked before anything is built,
-    started or written; a run that fails leaves nothing behind but the error, which names the cause.
+    Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
+    up (``warmup="auto"``: until it is warm, see :mod:`benchlab.running.warmup`; or a fixed time such as ``"30s"``),
+    then offers the load for ``duration`` from ``load_cpus`` while sampling both sides' CPU and memory. The
+    result is written to ``results_dir/<run id>/run.json`` with the load tool's raw output and the server log
+    beside it. Every option is checked before anything is built, started or written; a run that fails leaves
+    nothing behind but the error, which names the cause.
 
     Parameters
     ----------
     server : "spring-tomcat", "spring-jetty", "spring-undertow", "spring-webflux", or a :class:`Server`
     scenario : "hello", "json", "reflect", "sleep", "sleep:<ms>", "echo" (built-ins) or a path (custom)
     load : "duration" (wrk), "count" (``users`` x ``loops``: h2load or JMeter) or "rate" (``rate``/s: vegeta)
+    pipeline, keepalive : a "duration" load's requests a connection sends together (HTTP/1.1 pipelining); a
+        "rate" load's connection a request (``keepalive=False``)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
         ``base_image``, ``load_in_container`` and ``load_docker_host`` apply to docker only
-    startup_timeout : how long the server may take to answer once started
-
-    The command line takes the same options (``benchlab run --help``).
+    startup_timeout : how long the server may take to answer once started; the command line takes the same
+        options (``benchlab run --help``)
 
     Example
     -------
@@ -53,10 +54,11 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     """
     spec = prepare(server, scenario, connections=connections, threads=threads, duration=duration, warmup=warmup,
                    timeout=timeout, load=load, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan,
-                   driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
-                   java=java, cds=cds, memory=memory, port=port, startup_timeout=startup_timeout,
-                   allow_remote=allow_remote, docker_host=docker_host, base_image=base_image,
-                   load_in_container=load_in_container, load_docker_host=load_docker_host, tools=False)
+                   driver=driver, pipeline=pipeline, keepalive=keepalive, backend=backend, server_cpus=server_cpus,
+                   load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
+                   startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
+                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host,
+                   tools=False)
     base = results_home(results_dir)
     check_tools(spec)  # after every option and the results folder, so each mistake is named first
     run_id = slug(new_run_id(spec))
@@ -67,30 +69,32 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         run_dir.mkdir(parents=True)  # not exist_ok: the folder is this run's own, so removing it removes only it
         return measure(spec, run_dir, run_id=run_id, label=label)
     except BaseException:
-        # A run that did not finish is not a result: leave no directory behind (the error has the log tail).
-        # Only this run's folder is removed; a parent made for it goes only while empty, since another
-        # process may have stored its own run there meanwhile.
-        shutil.rmtree(run_dir, ignore_errors=True)
-        for parent in made:
-            try:
-                parent.rmdir()
-            except OSError:
-                break
+        _unmake(run_dir, made)  # a run that did not finish is not a result (the error has the log tail)
         raise
     finally:
         writer.release()
 
 
+def _unmake(run_dir: Path, made: list[Path]) -> None:
+    """Remove a failed run's folder, and the parents made for it (deepest first) while they are empty: another
+    process may have stored its own run there meanwhile."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for parent in made:
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+
+
 @keywords
 def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, iterations=1,
-            interleave="forks", precision=0.03,
-            max_repeats=10, threads=None,
+            interleave="forks", precision=0.03, max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
-            ramp_up=0, plan=None, driver=None, order="interleaved", seed=None, restart="each-run", baseline=None,
-            backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None,
-            port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-            load_in_container=False, load_docker_host=None, factors=None, results_dir=None, label=None, progress=True,
-            on_run=None):
+            ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
+            restart="each-run", baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
+            java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
+            base_image=None, load_in_container=False, load_docker_host=None, factors=None, results_dir=None, label=None,
+            progress=True, on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -145,10 +149,10 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                  restart=restart, interleave=interleave, port=port)
     # what every run of the comparison takes alike; the matrix sets each run's load point
     options = dict(threads=threads, duration=duration, warmup=warmup, timeout=timeout, ramp_up=ramp_up, plan=plan,
-                   driver=driver, backend=backend, server_cpus=server_cpus, load_cpus=load_cpus, jvm_opts=jvm_opts,
-                   java=java, cds=cds, memory=memory, port=port, startup_timeout=startup_timeout,
-                   allow_remote=allow_remote, docker_host=docker_host, base_image=base_image,
-                   load_in_container=load_in_container, load_docker_host=load_docker_host)
+                   driver=driver, pipeline=pipeline, keepalive=keepalive, backend=backend, server_cpus=server_cpus,
+                   load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
+                   startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
+                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host)
     schedule = matrix(servers, scenarios, connections, max_repeats if repeats == AUTO else repeats, order=order,
                   seed=seed, load=load, users=users, loops=loops, rates=rates, options=options, factors=factors)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))

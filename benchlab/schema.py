@@ -72,7 +72,8 @@ SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 
 #: What a run was asked to do; with ``repeat`` they name its cell and identity.
 PARAMS = (
-    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate",
+    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
+    "keepalive",
     "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
     "jvm_opts", "java", "cds", *SETTINGS, "repeat", "iteration", "fork",
 )

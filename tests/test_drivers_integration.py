@@ -116,13 +116,74 @@ def test_jmeter_runs_a_users_own_plan(jetty, tmp_path):
     assert run.metrics["requests"] == 120 and run.params["plan"] == str(plan)
 
 
-def test_vegeta_constant_rate(jetty, tmp_path):
-    run = benchlab.run(attached(jetty), load="rate", rate=200, duration="2s", warmup="1s", results_dir=tmp_path)
+def test_wrk_pipelines_its_depth_in_one_write(tmp_path):
+    # A server that answers every request it finds in a read, and keeps the most requests one read held: wrk
+    # writes 16 requests at once, so a read holds 16 (the kernel may split or join writes; 16 is what it gives
+    # on loopback).
+    import socket
+    import threading
+
+    most = [0]
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            while not stop.is_set():
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                count = data.count(b"GET /hello")
+                most[0] = max(most[0], count)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" * count)
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed at the test's end
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/hello"
+    try:
+        run = benchlab.run(benchlab.Server.from_url(url, name="counting"), connections=2, duration="1s",
+                           warmup="1s", pipeline=16, results_dir=tmp_path)
+    finally:
+        stop.set()
+        listener.close()
+    assert run.status == "ok" and run.params["pipeline"] == 16 and run.metrics["requests"] >= 16
+    assert most[0] == 16, f"the most requests one read held: {most[0]}"
+    m = run.metrics  # read off wrk's recorded latencies: wrk's own percentiles of a pipelined run are 0
+    assert all(m[p] > 0 for p in PERCENTILES) and [m[p] for p in PERCENTILES] == sorted(m[p] for p in PERCENTILES)
+
+
+def _passive_opens() -> int:
+    """The connections this machine's TCP has accepted so far (/proc/net/snmp, Tcp: PassiveOpens)."""
+    rows = [line.split() for line in open("/proc/net/snmp") if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("PassiveOpens")])
+
+
+def test_vegeta_without_keepalive_opens_a_connection_a_request(jetty, tmp_path):
+    before = _passive_opens()
+    # connections=4: the 1 s warm-up (wrk, keep-alive) opens 4 of the connections counted
+    run = benchlab.run(attached(jetty), load="rate", rate=200, connections=4, duration="2s", warmup="1s",
+                       keepalive=False, results_dir=tmp_path)
+    opened = _passive_opens() - before
     assert_real(run, "vegeta")
-    m = run.metrics
-    assert m["requests"] == 400 and m["target_rps"] == 200
-    assert m["rps"] == pytest.approx(200, rel=0.2) and m["sent_rps"] == pytest.approx(200, rel=0.05)
-    assert {"vegeta-measure.bin", "vegeta-report.json", "vegeta-histogram.txt"} <= set(run.files)
+    assert run.params["keepalive"] is False and run.metrics["requests"] == 400
+    assert opened >= 400, f"{opened} connections accepted for 400 requests: each request had its own"
+    before = _passive_opens()
+    kept = benchlab.run(attached(jetty), load="rate", rate=200, connections=4, duration="2s", warmup="1s",
+                        results_dir=tmp_path)
+    assert "keepalive" not in kept.params and _passive_opens() - before < 200, "keep-alive reuses connections"
 
 
 def test_vegeta_keeps_its_rate_against_a_slow_server_and_says_so_honestly(jetty, tmp_path):

@@ -30,6 +30,7 @@ SHORTER = [
     ('iterations=3', 'iterations=2'),
     ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
     ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
+    ('pipeline=16, duration="30s")', 'pipeline=16, duration="2s", warmup="1s")'),
     ('duration="30s", results_dir', 'duration="2s", warmup="1s", results_dir'),
     ('users=100, loops=1000)', 'users=10, loops=50, warmup="1s")'),
     ('users=100, loops=1000, driver="jmeter")', 'users=10, loops=50, warmup="1s", driver="jmeter")'),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchlab.errors import LoadError
+from benchlab.errors import LoadError, UsageError
 from benchlab.running.drivers import wrk
 from benchlab.running.servers import SCENARIOS
 
@@ -71,6 +71,31 @@ def test_script_carries_method_body_and_reporter():
     assert 'wrk.headers["Content-Type"] = "application/octet-stream"' in lua
     assert "done = function(summary, latency, requests)" in lua
     assert "wrk.method" not in wrk.script(SCENARIOS["hello"])
+
+
+def test_a_pipelined_script_sends_its_depth_in_one_write_and_the_priming_does_not():
+    from benchlab.running import warmup
+    from benchlab.running.load import Load
+
+    lua = wrk.script(SCENARIOS["hello"], pipeline=16)
+    assert "for i = 1, 16 do batch[i] = wrk.format() end" in lua
+    assert "request = function() return benchlab_batch end" in lua
+    assert lua.index("benchlab_batch") < lua.index("done = function")
+    assert "benchlab_batch" not in wrk.script(SCENARIOS["hello"])
+    load = Load(connections=200, duration=10, pipeline=16)
+    assert warmup._warming_load(load, 5.0).pipeline == 16, "the run's own load warms as it measures"
+    assert warmup._warming_load(load, 5.0, connections=16).pipeline == 1, "a lighter priming load does not pipeline"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"pipeline": 0}, "pipeline must be a whole number of 1 or more, not 0"),
+    ({"model": "rate", "rate": 100.0, "pipeline": 4}, "pipeline=4 pipelines a timed closed loop"),
+])
+def test_pipeline_is_checked_where_the_load_is_built(options, message):
+    from benchlab.running.load import Load
+
+    with pytest.raises(UsageError, match=message):
+        Load(**options)
 
 
 @pytest.mark.integration  # the argv names the tool's path: it needs the tool installed

@@ -2,12 +2,14 @@
 
 Three models, one :class:`Load`:
 
-``duration``  a closed loop for a fixed time: ``connections`` keep one request in flight each (wrk).
+``duration``  a closed loop for a fixed time: ``connections`` keep one request in flight each (wrk), or
+              ``pipeline`` requests each, sent together (HTTP/1.1 pipelining, as TechEmpower's pipelined test).
 ``count``     a closed loop of a fixed number of requests: ``users`` in parallel, ``loops`` each
               (h2load, JMeter), as the published JMeter thread groups were.
 ``rate``      an open loop at a constant ``rate`` of requests per second for a fixed time (vegeta):
               requests leave on schedule whether or not the server keeps up, so a stall shows in the
-              latency instead of being hidden (no coordinated omission).
+              latency instead of being hidden (no coordinated omission); ``keepalive=False`` opens a
+              connection per request, as Gatling's new user per request does.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class Load:
     rate: float | None = None
     ramp_up: float = 0.0
     plan: str | None = None
+    pipeline: int = 1
+    keepalive: bool = True
     extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -108,6 +112,15 @@ class Load:
             )
         if self.timeout <= 0:
             raise UsageError("timeout must be more than 0 seconds")
+        if not isinstance(self.keepalive, bool):
+            raise UsageError(f"keepalive is True or False, not {self.keepalive!r}")
+        if not self.keepalive and self.model != "rate":
+            raise UsageError(f"keepalive=False opens a connection per request of a rate load (vegeta); a "
+                             f"{self.model} load keeps its connections: drop keepalive or use load='rate'")
+        _positive_int("pipeline", self.pipeline)
+        if self.pipeline > 1 and self.model != "duration":
+            raise UsageError(f"pipeline={self.pipeline} pipelines a timed closed loop (load='duration', wrk); a "
+                             f"{self.model} load sends one request at a time: drop pipeline or use load='duration'")
 
     @classmethod
     def count(cls, users: int, loops: int, **options) -> Load:

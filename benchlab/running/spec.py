@@ -67,10 +67,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("iterations", "count", "compare", "measured windows per repeat: each repeat is one server process (a "
            "fork), warmed once, then this many windows (see --interleave); auto: chosen from what forks and windows "
            "cost and how much each varies"),
-    Option("interleave", "text", "compare", "forks: each fork's windows back to back, forks interleaved; windows: "
-           "every fork of a round kept running and their windows taken in turn, so a fork's windows are spread "
-           "over the round (windows far apart are close to independent; back to back they share a drift)",
-           INTERLEAVES),
+    Option("interleave", "text", "compare", "forks: each fork's windows back to back; windows: a round's forks "
+           "kept running and their windows taken in turn, spread over the round", INTERLEAVES),
     Option("precision", "float", "compare", "repeats=auto: add rounds until every rps ratio is within +/- this"),
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
@@ -88,6 +86,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("ramp_up", "text", "both", "jmeter: the time over which its users start, e.g. 5s"),
     Option("plan", "text", "both", "jmeter: a .jmx test plan of your own"),
     Option("driver", "text", "both", "wrk, h2load, jmeter or vegeta (default: the load model's own)"),
+    Option("pipeline", "int", "both", "requests a connection sends together (HTTP/1.1 pipelining; wrk, "
+           "load=duration; TechEmpower's pipelined test sends 16); wrk records one latency a batch"),
+    Option("keepalive", "bool", "both", "a rate load's requests reuse connections; --no-keepalive opens one per "
+           "request (vegeta -keepalive=false), as a new Gatling user per request does"),
     Option("order", "text", "compare", "the order of the runs in each repeat", ORDERS),
     Option("seed", "int", "compare", "the seed of order=shuffled"),
     Option("restart", "text", "compare", "a fresh server for each run, or one per server kept for all", RESTARTS),
@@ -190,8 +192,11 @@ class RunSpec:
             "cds": self.cds,
             "repeat": repeat,
             "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
-            # A variant's settings, only when given: the runs of a plain server keep the keys they had.
+            # A variant's settings, only when given: the runs of a plain server keep the keys they had; so too
+            # a pipelined load's depth.
             **self.server.settings.asked(),
+            **({"pipeline": load.pipeline} if load.pipeline > 1 else {}),
+            **({"keepalive": False} if not load.keepalive else {}),
         }
 
     @property
@@ -228,9 +233,9 @@ def _choice(name: str, value, choices) -> None:
 
 def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s",
             warmup="auto", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
-            plan=None, driver=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
-            java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
-            base_image=None, load_in_container=False, load_docker_host=None, tools=True) -> RunSpec:
+            plan=None, driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None,
+            jvm_opts=(), java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False,
+            docker_host=None, base_image=None, load_in_container=False, load_docker_host=None, tools=True) -> RunSpec:
     """Check every per-run option of :func:`benchlab.run` and resolve the defaults, starting nothing.
 
     Ports and files are checked here too, so a mistake is one line before any build, start or write; then,
@@ -241,7 +246,8 @@ def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=N
     server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
     load_ = load if isinstance(load, Load) else _load(
         load, load_cores, connections=connections, threads=threads, duration=duration, warmup=warmup,
-        timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
+        timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan, pipeline=pipeline,
+        keepalive=keepalive)
     driver_ = drivers.get(driver, load_.model)
     driver_.check(load_)  # a driver's own input checks (a user's .jmx)
     _choice("backend", backend, backends.NAMES)
@@ -284,7 +290,7 @@ def check_tools(spec: RunSpec) -> None:
 
 
 def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
-          plan) -> Load:
+          plan, pipeline=1, keepalive=True) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user)."""
     _choice("load", model, LOAD_MODELS)
     if threads is None:
@@ -293,7 +299,8 @@ def _load(model: str, load_cores, *, connections, threads, duration, warmup, tim
     if plan is not None:  # the load tool runs in the run's directory: a relative path would miss
         plan = str(Path(plan).resolve())
     return Load(model=model, connections=connections, threads=threads, duration=duration, warmup=warmup,
-                timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan)
+                timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan, pipeline=pipeline,
+        keepalive=keepalive)
 
 
 def _docker_options(backend: str, *, docker_host, base_image, load_in_container, load_docker_host) -> dict:

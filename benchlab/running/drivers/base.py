@@ -25,7 +25,7 @@ class Invocation:
 
     ``files`` names what the tool writes or reads beside the result, by role (``"log"``, ``"jtl"``,
     ``"results"``, ``"script"``); ``planned_requests`` is a count load's size when the driver knows it,
-    ``target_rps`` a rate load's rate.
+    ``target_rps`` a rate load's rate, ``pipeline`` the requests a connection sends together.
 
     >>> Invocation(("wrk", "-c1"), "warmup", Path("runs/1")).phase
     'warmup'
@@ -37,6 +37,7 @@ class Invocation:
     files: Mapping[str, Path] = field(default_factory=dict)
     planned_requests: int | None = None
     target_rps: float | None = None
+    pipeline: int = 1
 
     def __post_init__(self) -> None:
         if self.phase not in ("warmup", "measure"):

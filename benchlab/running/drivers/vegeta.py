@@ -77,6 +77,7 @@ class Vegeta(Driver):
             f"-timeout={load.timeout:g}s",
             f"-targets={targets}",
             f"-output={results}",
+            *([] if load.keepalive else ["-keepalive=false"]),
         ]
         return Invocation(tuple(argv), phase, workdir, files={"targets": targets, "results": results},
                           target_rps=load.rate)
