@@ -260,9 +260,8 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
 
 def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
     """Warm the server up once for the whole fork; a server that died meanwhile fails the run."""
-    compile_cpus = instance.compile_cpus() if hasattr(instance, "compile_cpus") else None
     warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
-                     runner=runner, perfdata=jvm, compile_cpus=compile_cpus)
+                     runner=runner, perfdata=jvm)
     if not instance.alive():
         raise ServerError(f"{spec.server.name} died during the warm-up")
     return warmed

@@ -180,19 +180,6 @@ class CompilerThreads:
         self._last: dict[str, float] = {}   # tid -> its CPU seconds when last read
         self._ended = 0.0
 
-    def tids(self) -> list[int]:
-        """The compiler threads alive now."""
-        self.seconds()
-        return [int(tid) for tid in self._last]
-
-    def pin(self, cpus) -> None:
-        """Let the compiler threads alive now run on ``cpus`` only (one that just ended is passed over)."""
-        for tid in self.tids():
-            try:
-                os.sched_setaffinity(tid, set(cpus))
-            except (ProcessLookupError, PermissionError, OSError):
-                pass
-
     def seconds(self) -> float | None:
         """The compiler threads' CPU seconds so far; None once the JVM is gone."""
         folder = f"/proc/{self.pid}/task"

@@ -139,9 +139,10 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts).
     """
     own = load.connections  # a count load's are its users: Load sets them so
-    connections = min(connections, own) if connections else own
-    return Load(connections=connections, threads=min(load.threads, connections), duration=seconds,
-                warmup=seconds, timeout=load.timeout)
+    chosen = min(connections, own) if connections else own
+    pipeline = load.pipeline if chosen == own else 1  # a lighter load primes; the run's own pipelines as it does
+    return Load(connections=chosen, threads=min(load.threads, chosen), duration=seconds,
+                warmup=seconds, timeout=load.timeout, pipeline=pipeline)
 
 
 def _counters(perfdata) -> dict:
@@ -179,13 +180,16 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
            limit: float = RESUME_LIMIT) -> dict:
     """Bring a warmed server that sat idle back to its run's load: ``{"seconds", "quiet", "slices"}``.
 
-    A fixed warm-up resumes with one slice (its threads come back; nothing is judged); ``auto`` with slices
-    until the JIT was quiet over the last :data:`RESUME_WINDOW` s (``quiet`` True), or ``limit`` (False); a
-    server without counters, one slice (``quiet`` None).
+    A fixed warm-up resumes for its own time, one slice at most (its threads come back; nothing is judged;
+    none for no warm-up); ``auto`` with slices until the JIT was quiet over the last :data:`RESUME_WINDOW` s
+    (``quiet`` True), or ``limit`` (False); a server without counters, one slice (``quiet`` None).
     """
     began = time.monotonic()
     origin = {"t": 0.0, **_counters(perfdata)}
-    slices = [_slice(url, scenario, _warming_load(load, SLICE), "resume", began=began, cpus=cpus, workdir=workdir,
+    first = SLICE if load.warmup == AUTO else min(SLICE, float(load.warmup))
+    if first <= 0:
+        return {"seconds": 0.0, "quiet": None, "slices": []}
+    slices = [_slice(url, scenario, _warming_load(load, first), "resume", began=began, cpus=cpus, workdir=workdir,
                      runner=runner, perfdata=perfdata)]
     quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
     while quiet is False and time.monotonic() - began < limit:
@@ -196,20 +200,23 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
 
 
 def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, on_slice=None,
-            perfdata=None, limit: float = LIMIT, compile_cpus=None) -> dict:
+            perfdata=None, limit: float = LIMIT) -> dict:
     """Warm the server as ``load.warmup`` says and return what happened, to be stored with the run.
 
     ``{"mode": "fixed" | "auto", "seconds", "steady": bool | None, "class", "jit_quiet_s", "rule",
-    "primed_s", "compile_cpus", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles",
-    "gc_count", "gc_s", "jit_cpu_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False
-    when ``auto`` reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or
-    None for a server without JVM counters.
+    "primed_s", "slices": [{"t", "phase", "connections", "rps", "p99", "compile_s", "compiles", "gc_count",
+    "gc_s", "jit_cpu_s"}]}``; ``steady`` is None for a fixed warm-up (nothing was judged) and False when
+    ``auto`` reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or None
+    for a server without JVM counters.
 
-    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections (or its own, if fewer) until its
-    compiler is quiet (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds
-    there. With ``compile_cpus``, ``(the run's cores, the server's)``, the JVM's compiler threads prime on the
-    run's cores and go back to the server's when priming ends, before anything is judged at the run's load
-    (see :func:`_prime`).
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
+    (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
+
+    Priming is not sped up by letting the compiler threads use the load core: measured here (4 rounds a
+    server, each fork's 12 windows taken in turn with its partner's; ``benchmarks/shortcuts.py`` at commit
+    63afcaa), that primed Undertow in 30-35 s instead of 91-106 s, but its steady throughput came out 0.955
+    [0.928, 0.984] of a JVM primed on its own core, and Tomcat's 1.054 [1.015, 1.095] (90% intervals): how fast
+    the JIT compiles changes what it compiles.
     """
     began = time.monotonic()
     start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
@@ -220,15 +227,20 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
                             workdir=workdir, phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
         return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,
-                "jit_quiet_s": None, "rule": None, "primed_s": None, "compile_cpus": None, "slices": [],
+                "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
                 "counters": [start, end] if perfdata else []}
 
     def one(phase: str, slice_load: Load) -> dict:
         return _slice(url, scenario, slice_load, phase, began=began, cpus=cpus, workdir=workdir, runner=runner,
                       perfdata=perfdata, on_slice=on_slice)
 
-    wide = compile_cpus if perfdata is not None and getattr(perfdata, "compilers", None) else None
-    slices = _prime(one, load, start, began=began, limit=limit, perfdata=perfdata, wide=wide)
+    slices: list[dict] = []
+    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
+    if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
+        while time.monotonic() - began < min(PRIME_LIMIT, limit):
+            slices.append(one("prime", prime))
+            if jit_quiet([start, *slices]):
+                break
     primed = slices[-1]["t"] if slices else None
     origin = slices[-1] if slices else start  # the counters as the run's own load begins
     own: list[dict] = []
@@ -239,35 +251,4 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
         if state["warm"] or time.monotonic() - began >= limit:
             return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"],
                     "class": state["class"], "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None,
-                    "rule": state["rule"], "primed_s": primed, "compile_cpus": list(wide[0]) if wide else None,
-                    "slices": slices, "counters": []}
-
-
-def _prime(one, load: Load, start: dict, *, began: float, limit: float, perfdata, wide) -> list[dict]:
-    """The priming slices: a light load until the JIT is quiet, with its compiler threads on ``wide[0]``
-    meanwhile and back on ``wide[1]`` after, when ``wide`` is given. None for a server without counters, or
-    one already at the light load with nowhere wider for its compiler to go.
-
-    Why widen: on its own core the compiler shares one core with the request threads and starves (measured
-    here, Tomcat priming at 16 connections: 52 s of compile time from 12 s of compiler CPU), while the load
-    tool leaves most of its core idle at a light load. Undertow primed in 96-101 s pinned and 30 s widened,
-    Jetty in 50-60 s and 35 s. Priming ends with every compiler thread back on the server's cores, so what is
-    judged warm at the run's load, and everything measured, runs as pinned as before. Only a JVM that started
-    on the run's cores widens (the local backend's wide start; ``-XX:ActiveProcessorCount`` in ``jvm_opts``
-    turns both off)."""
-    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
-    light = prime.connections < _warming_load(load, SLICE).connections
-    if perfdata is None or not (light or wide):
-        return []
-    slices: list[dict] = []
-    if wide:
-        perfdata.compilers.pin(wide[0])
-    try:
-        while time.monotonic() - began < min(PRIME_LIMIT, limit):
-            slices.append(one("prime", prime))
-            if jit_quiet([start, *slices]):
-                break
-    finally:
-        if wide:
-            perfdata.compilers.pin(wide[1])  # every thread of the server on its own cores again
-    return slices
+                    "rule": state["rule"], "primed_s": primed, "slices": slices, "counters": []}

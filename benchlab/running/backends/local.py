@@ -82,13 +82,6 @@ class LocalInstance:
     def probe(self):
         return self._probe() if self._probe else (None, None)
 
-    def compile_cpus(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-        """``(the run's cores, the server's own)`` for a JVM that started on the run's cores (see :func:`_wide`): its
-        compiler threads may prime on all of them (:func:`benchlab.running.warmup.warm_up`); None otherwise."""
-        if not self.wide:
-            return None
-        return tuple(sorted(set(self.launch.start_cpus) | set(self.launch.cpus))), tuple(self.launch.cpus)
-
     def counters(self):
         """The JVM's performance counters (:class:`~benchlab.running.perfdata.PerfData`), or None: not a JVM."""
         from ..perfdata import PerfData
