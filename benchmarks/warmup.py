@@ -1,22 +1,39 @@
-"""Is warmup="auto" warm? Per server: when the JIT went quiet, auto's time and throughput, and throughput
-after a 300 s warm-up of the same JVM.
+"""Is warmup="auto" warm, and what do the warm-up shortcuts buy? Forks kept running together, windows in turn.
 
-Each round starts every server once (in an order that alternates between rounds), warms it with the
-``auto`` rule (priming at a light load, then the run's own load: :mod:`benchlab.running.warmup`),
-measures, then keeps warming the same JVM in 5 s slices until 300 s and measures again. Both
-measurements come from one JVM, so their ratio (auto / 300 s) carries no fork-to-fork noise: it says only
-whether auto stopped too early. The JVM's compile time is read after every slice the whole time, so the
-time its JIT went quiet for good (``benchlab.running.warmup.quiet_since``) is known from the whole 300 s curve,
-and an auto call made before it is a *false steady call*. With ``--aot`` each server runs on Java 25 twice,
-without and with its AOT cache (``X@java25`` and ``X+aot@java25``, the cache trained with real requests
-before the first round), and the script says how much sooner the JIT went quiet with the cache and
-whether steady throughput (after the long warm-up) is the same: the ratio's 90% interval within
-0.95-1.05 is "equivalent" (two one-sided tests at 5%).
+A warm JVM's throughput drifts slowly here (consecutive 5 s windows correlate at 0.64-0.73; six of them vary
+as a block by 11-12%), so two measurements of one fork minutes apart, each a few windows back to back,
+differ by that drift whatever the warm-up did (the last version of this script: auto / 300 s of 0.82-1.15,
+intervals 0.06-12). So every fork here is measured in windows taken in turn with the other forks of its round,
+all kept running (:mod:`benchlab.running.rounds`), which spreads each measurement over minutes.
 
-Goal: auto / 300 s >= 0.97 (its 95% interval over the rounds), with no false steady call in any round.
+Without ``--shortcut``: each round starts one fork of every server, warms each with ``auto`` (priming, then the
+run's own load: :mod:`benchlab.running.warmup`), measures ``--windows`` windows of each in turn ("auto"), then
+gives each fork slices of its own load in turn until it has had ``--long`` seconds of load, and measures
+``--windows`` windows again ("long"). Both come from one JVM, so auto / long says only whether auto stopped
+too early. The JVM's compile time is read after every slice, so the time its JIT went quiet for good
+(:func:`benchlab.running.warmup.quiet_since`) is known from the whole curve, and an auto call made before it
+is a *false steady call*. Goal: auto / long >= 0.97 (its 95% interval over the forks), and no false steady
+call in any round.
+
+With ``--shortcut``: each round starts, per server, one fork of the shortcut and one of its partner, warmed by
+``auto`` in turn, and measures ``--windows`` windows of each in turn:
+
+- ``widestart``: the JVM started on the run's cores and pinned to its own once it answers (benchlab's default
+  for a local built-in server: it answers in 3 s instead of 5) against ``pinned``, on its one core from its
+  start (``-XX:ActiveProcessorCount=1`` in its options turns the wide start off). A shortcut that sped up
+  priming itself, the compiler threads on the load core until the JIT was quiet, changed the steady
+  throughput (Undertow 0.955 [0.928, 0.984], Tomcat 1.054 [1.015, 1.095]) and is not in benchlab;
+- ``aot``: ``X+aot@java25`` (Java 25's AOT cache with method profiles, trained with real requests) against
+  ``X@java25``.
+
+It says how much sooner each shortcut is warm and its JIT quiet, and whether steady throughput is the same:
+the rounds' log ratios of fork means, a 90% t interval, "equivalent" within 0.95-1.05 (two one-sided tests
+at 5%), "different" outside it, else "not decided".
 
     python3 benchmarks/warmup.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rounds 3]
-                                 [--duration 10s] [--connections 200] [--long 300] [--curves FILE]
+                                 [--windows 8] [--duration 5s] [--connections 200] [--long 300]
+                                 [--shortcut widestart|aot] [--curves FILE]
+    python3 benchmarks/warmup.py --again FILE [--shares 0.05,0.1]     # judge stored curves again
 """
 
 from __future__ import annotations
@@ -31,129 +48,89 @@ from pathlib import Path
 
 from figures import line, ratio_interval
 
-import benchlab
-from benchlab.running import backends, drivers, warmup
+from benchlab.running import rounds, warmup
+from benchlab.running.measure import Fork
 from benchlab.running.spec import prepare
 
-
-def one_fork(server: str, *, duration: str, connections: int, long: float, workdir: Path, windows: int = 1) -> dict:
-    """Warm one fresh JVM with auto, measure ``windows`` windows; warm it on to ``long`` seconds, measure again."""
-    spec = prepare(server, "hello", connections=connections, duration=duration, warmup="auto")
-    driver = drivers.get(spec.driver, spec.load.model)
-    benchlab.running.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
-    backend = backends.get("local")
-    workdir.mkdir(parents=True, exist_ok=True)
-    instance = backend.start(spec.server, spec.launch(f"warmup-{server}", workdir / "server.log"))
-    jvm = instance.counters()
-    try:
-        began = time.monotonic()
-        auto = warmup.warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
-                              perfdata=jvm)
-        def measured() -> float:
-            """The mean rps of ``windows`` windows back to back, each a point of the curve."""
-            got = []
-            for _ in range(windows):
-                got.append(drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                           workdir=workdir, phase="measure")[0]["rps"])
-                curve.append({"t": round(time.monotonic() - began, 3), "rps": got[-1], "phase": "measure",
-                              **warmup._counters(jvm)})
-            return sum(got) / len(got)
-
-        curve = list(auto["slices"])
-        auto_rps = measured()
-        slice_load = warmup._warming_load(spec.load, warmup.SLICE)
-        while time.monotonic() - began < long:
-            metrics = drivers.execute(drivers.tool("wrk"), instance.url, spec.scenario, slice_load,
-                                      cpus=spec.load_cpus, workdir=workdir, phase="warmup")[0]
-            curve.append({"t": round(time.monotonic() - began, 3), "rps": metrics.get("rps"),
-                          **warmup._counters(jvm)})
-        long_rps = measured()
-    finally:
-        if jvm is not None:
-            jvm.close()
-        instance.stop()
-    quiet = warmup.quiet_since(curve) if jvm else None
-    return {"server": server, "auto_s": auto["seconds"], "auto_warm": auto["steady"], "class": auto["class"],
-            "primed_s": auto.get("primed_s"),
-            "rule": auto["rule"], "auto_rps": auto_rps, "long_rps": long_rps, "quiet_s": quiet,
-            "false_steady": bool(auto["steady"]) and (quiet is None or quiet > auto["seconds"] + 1e-6),
-            "curve": curve}
+MARGIN = 0.05
 
 
-def aot_lines(servers: list[str], forks: list[dict]) -> None:
-    """Per server: the JIT-quiet time and auto's time with the AOT cache against without, and whether
-    steady throughput is equivalent (90% interval of the per-round ratio within 0.95-1.05)."""
-    print()
-    for plain, aot in zip(servers[::2], servers[1::2]):
-        mine = {name: [f for f in forks if f["server"] == name] for name in (plain, aot)}
-        quiet = {n: [f["quiet_s"] for f in mine[n] if f["quiet_s"] is not None] for n in mine}
-        took = {n: [f["auto_s"] for f in mine[n]] for n in mine}
-        sooner = (statistics.median(quiet[plain]) - statistics.median(quiet[aot])) if quiet[plain] and quiet[aot] \
-            else math.nan
-        print(f"{aot}: JIT quiet at {statistics.median(quiet[aot]) if quiet[aot] else math.nan:.0f} s against "
-              f"{statistics.median(quiet[plain]) if quiet[plain] else math.nan:.0f} s without the cache "
-              f"({sooner:+.0f} s sooner); auto took {statistics.median(took[aot]):.0f} s against "
-              f"{statistics.median(took[plain]):.0f} s")
-        ratios = [a["long_rps"] / p["long_rps"] for p, a in zip(mine[plain], mine[aot])]
-        centre, low, high = ratio_interval(ratios, confidence=0.90)
-        said = ("equivalent" if 0.95 <= low and high <= 1.05 else
-                "different" if high < 0.95 or low > 1.05 else "not decided: more rounds needed")
-        print(f"  steady throughput with / without the cache: {centre:.3f} [{low:.3f}, {high:.3f}] (90% interval "
-              f"over {len(ratios)} rounds; equivalence margin 0.95-1.05): {said}")
+def arms(server: str, shortcut: str | None) -> list[tuple[str, dict]]:
+    """The forks of one server in a round: (arm, prepare() options); with a shortcut, its partner first."""
+    if shortcut == "aot":
+        return [("java25", {"server": f"{server}@java25"}), ("aot", {"server": f"{server}+aot@java25"})]
+    if shortcut == "widestart":
+        return [("pinned", {"server": server, "jvm_opts": ["-XX:ActiveProcessorCount=1"]}),
+                ("widestart", {"server": server})]
+    return [("auto", {"server": server})]
 
 
-def replay(fork: dict, share: float) -> dict | None:
-    """Where ``auto`` would have called this fork warm had its compiler counted as quiet at ``share``: the rule
-    run again over the fork's own slices at the run's load (its priming left as it was), and what the curve
-    shows after that call: the throughput of the next 30 s over that of the last 30 s before the long
-    warm-up ended, and the compile time's share of the 30 s after the call."""
-    curve = fork["curve"]
-    primes = [i for i, s in enumerate(curve) if s.get("phase") == "prime"]
-    origin = curve[primes[-1]] if primes else {"t": 0.0, "compile_s": curve[0].get("compile_s")}
-    loaded = [s for s in curve[primes[-1] + 1 if primes else 0:] if s.get("rps")]  # the run's own load from here
-    own = [s for s in loaded if s.get("phase") != "measure"]  # the 5 s slices the rule judges
-    called = next((i for i in range(1, len(own) + 1)
-                   if warmup.judge(own[:i], origin=origin, share=share)["warm"]), None)
-    if called is None:
-        return None
-    at = own[called - 1]["t"]
-    after = [s for s in loaded if at < s["t"] <= at + 30.0]
-    last = [s for s in own if s["t"] > own[-1]["t"] - 30.0]
-    if not after or not last:
-        return None
-    later = [s for s in curve if s["t"] <= at + 30.0 and s.get("compile_s") is not None]
-    return {"t": at, "ratio": statistics.fmean(s["rps"] for s in after) / statistics.fmean(s["rps"] for s in last),
-            "compile_share": (later[-1]["compile_s"] - own[called - 1]["compile_s"]) / max(later[-1]["t"] - at, 1e-9)}
+def _windows(folder: Path, name: str, count: int) -> list[tuple[Path, str]]:
+    return [(folder / f"w{k}", f"{name}-w{k}") for k in range(1, count + 1)]
 
 
-def replays(forks: list[dict], shares: list[float]) -> None:
-    """For each candidate quiet share: per server, when auto would call the forks warm, their throughput then
-    against the end of the long warm-up, and how much they compiled in the 30 s after the call."""
-    print()
-    print("the rule replayed over the stored curves at other quiet shares (throughput from 5 s slices):")
-    for share in shares:
-        for server in dict.fromkeys(f["server"] for f in forks):
-            got = [replay(f, share) for f in forks if f["server"] == server]
-            calls = [g for g in got if g is not None]
-            if not calls:
-                print(f"  share {share:.2f} {server:24} never called warm")
+def _age(forks: list[Fork], long: float) -> dict[int, list[dict]]:
+    """Slices of each fork's own load in turn, until each has had ``long`` seconds of load since its start;
+    each fork's slices, with its counters after each, on its warm-up's clock."""
+    loaded = {id(f): f.warmed["seconds"] + f.warmed.get("resumed_s", 0.0)
+              + sum(r.metrics.get("elapsed_s") or 0.0 for r in f.records) for f in forks}
+    aged: dict[int, list[dict]] = {id(f): [] for f in forks}
+    while any(loaded[id(f)] < long for f in forks):
+        for fork in forks:
+            if loaded[id(fork)] >= long:
                 continue
-            centre, low, high = ratio_interval([g["ratio"] for g in calls])
-            times = ", ".join(f"{g['t']:.0f}" for g in calls)
-            print(f"  share {share:.2f} {server:24} called at {times} s; next 30 s "
-                  f"/ last 30 s {centre:.3f} [{low:.3f}, {high:.3f}]; compile share after the call "
-                  f"{max(g['compile_share'] for g in calls):.2f} at most; {len(got) - len(calls)} never called")
+            load = warmup._warming_load(fork.spec.load, warmup.SLICE)
+            done = warmup._slice(fork.instance.url, fork.spec.scenario, load, "long", began=fork.warm_began,
+                                 cpus=fork.spec.load_cpus, workdir=fork.windows[0][0], perfdata=fork.jvm)
+            aged[id(fork)].append(done)
+            loaded[id(fork)] += warmup.SLICE
+    return aged
+
+
+def one_round(server_list: list[str], args, base: Path, r: int) -> list[dict]:
+    """One round: the forks of every server (and arm) alive together; see the module's docstring."""
+    plan = [(server, arm, options) for server in server_list for arm, options in arms(server, args.shortcut)]
+    plan = plan if r % 2 == 0 else plan[::-1]
+    measured = args.windows * (1 if args.shortcut else 2)
+    forks = []
+    for server, arm, options in plan:
+        spec = prepare(scenario="hello", connections=args.connections, duration=args.duration, warmup="auto",
+                       **options)
+        name = f"{server}-{arm}-r{r}"
+        forks.append(Fork(spec, _windows(base / name, name, measured), repeat=r + 1, back_to_back=False))
+    with rounds.together(forks) as outcomes:
+        rounds.take(outcomes, args.windows)
+        aged = {} if args.shortcut else _age([o.fork for o in outcomes if o.error is None], args.long)
+        rounds.take(outcomes)
+        return [_summary(server, arm, outcome, args, aged.get(id(outcome.fork), []), r)
+                for (server, arm, _), outcome in zip(plan, outcomes)]
+
+
+def _summary(server: str, arm: str, outcome, args, aged: list[dict], r: int) -> dict:
+    fork = outcome.fork
+    if outcome.error is not None:
+        return {"server": server, "arm": arm, "round": r, "error": str(outcome.error).splitlines()[0]}
+    warmed, records = fork.warmed, outcome.records
+    auto = [r.metrics["rps"] for r in records[:args.windows]]
+    long = [r.metrics["rps"] for r in records[args.windows:]]
+    curve = [*warmed.get("slices", []), *aged]
+    quiet = warmup.quiet_since(curve) if fork.jvm is not None or any(s.get("compile_s") for s in curve) else None
+    return {"server": server, "arm": arm, "round": r, "auto_s": warmed["seconds"], "primed_s": warmed.get("primed_s"),
+            "auto_warm": warmed["steady"], "class": warmed.get("class"), "rule_quiet_s": warmed.get("jit_quiet_s"),
+            "quiet_s": quiet, "auto_rps": statistics.fmean(auto), "long_rps": statistics.fmean(long) if long else None,
+            "false_steady": bool(warmed["steady"]) and (quiet is None or quiet > warmed["seconds"] + 1e-6),
+            "curve": curve}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", default="10s")
+    parser.add_argument("--windows", type=int, default=8, help="windows of each fork at each point, taken in turn")
+    parser.add_argument("--duration", default="5s")
     parser.add_argument("--connections", type=int, default=200)
-    parser.add_argument("--long", type=float, default=300.0, help="the long warm-up, seconds")
-    parser.add_argument("--windows", type=int, default=1, help="windows measured at each point (their mean)")
-    parser.add_argument("--aot", action="store_true", help="also run each server with +aot (Java 25's AOT cache)")
+    parser.add_argument("--long", type=float, default=300.0, help="seconds of load before the second measurement")
+    parser.add_argument("--shortcut", choices=("widestart", "aot"), help="a shortcut against its partner instead")
     parser.add_argument("--curves", help="write every fork's curve (rps, compile time per slice) to this JSON file")
     parser.add_argument("--again", metavar="CURVES", help="run nothing: judge the forks of a --curves file again "
                                                            "(the JIT-quiet time and false calls by today's rule)")
@@ -165,43 +142,49 @@ def main() -> None:
             fork["quiet_s"] = warmup.quiet_since(fork["curve"])
             fork["false_steady"] = bool(fork["auto_warm"]) and (fork["quiet_s"] is None
                                                                 or fork["quiet_s"] > fork["auto_s"] + 1e-6)
-        servers = list(dict.fromkeys(f["server"] for f in forks))
         print(f"{len(forks)} forks of {Path(args.again).name}, judged again")
-        report(servers, forks, long=args.long, aot=args.aot)
+        report(forks, long=args.long)
         if args.shares:
             replays(forks, [float(x) for x in args.shares.split(",")])
         return
 
+    base = Path(tempfile.mkdtemp(prefix="benchlab-warmup-"))
     servers = args.servers.split(",")
-    if args.aot:
-        servers = [name for server in servers for name in (f"{server}@java25", f"{server}+aot@java25")]
-    results = Path(tempfile.mkdtemp(prefix="benchlab-warmup-"))
-    print(f"{len(servers)} servers, {args.rounds} round(s): auto, then the same JVM warmed to {args.long:.0f} s; "
-          f"measure {args.duration}, c={args.connections}, hello; server on core 0, wrk on core 1", flush=True)
+    began = time.monotonic()
+    what = (f"{args.shortcut} against its partner" if args.shortcut else
+            f"auto, then each fork loaded to {args.long:.0f} s and measured again")
+    print(f"{args.rounds} rounds of {', '.join(servers)}: {what}; {args.windows} windows of {args.duration} a fork "
+          f"at each point, taken in turn, c={args.connections}, hello; server on core 0, wrk on core 1; nothing else "
+          f"running; runs in {base}", flush=True)
     forks: list[dict] = []
     for r in range(args.rounds):
-        order = servers if r % 2 == 0 else servers[::-1]
-        for server in order:
-            fork = one_fork(server, duration=args.duration, connections=args.connections, long=args.long,
-                            workdir=results / f"{server}-{r}", windows=args.windows)
+        for fork in one_round(servers, args, base, r):
             forks.append(fork)
-            if args.curves:  # after every fork: a long benchmark that stops keeps what it measured
-                Path(args.curves).write_text(json.dumps(forks, indent=1))
-            primed = f"primed {fork['primed_s']:.0f} s, " if fork["primed_s"] is not None else ""
-            print(f"  round {r + 1} {server:24} auto {fork['auto_s']:5.0f} s ({primed}{fork['class']}, "
-                  f"warm: {fork['auto_warm']}) {fork['auto_rps']:>9,.0f} req/s | JIT quiet at "
-                  f"{fork['quiet_s'] if fork['quiet_s'] is not None else float('nan'):5.0f} s | after "
-                  f"{args.long:.0f} s {fork['long_rps']:>9,.0f} req/s"
-                  + ("  FALSE STEADY CALL" if fork["false_steady"] else ""), flush=True)
-    report(servers, forks, long=args.long, aot=args.aot)
+            print("  " + said(fork, r, args), flush=True)
+        if args.curves:  # after every round: a long benchmark that stops keeps what it measured
+            Path(args.curves).write_text(json.dumps(forks, indent=1))
+    if args.shortcut:
+        shortcut_report(forks, args.shortcut)
+    else:
+        report(forks, long=args.long)
+    print(f"({(time.monotonic() - began) / 60:.0f} min in all)")
 
 
-def report(servers: list[str], forks: list[dict], *, long: float, aot: bool) -> None:
-    for fork in forks:
-        quiet = fork["quiet_s"] if fork["quiet_s"] is not None else float("nan")
-        print(f"  {fork['server']:24} auto {fork['auto_s']:5.0f} s (warm: {fork['auto_warm']}, {fork['class']}) "
-              f"{fork['auto_rps']:>9,.0f} req/s | JIT quiet at {quiet:5.0f} s | after {long:.0f} s "
-              f"{fork['long_rps']:>9,.0f} req/s" + ("  FALSE STEADY CALL" if fork["false_steady"] else ""))
+def said(fork: dict, r: int, args) -> str:
+    if "error" in fork:
+        return f"round {r + 1} {fork['server']} {fork['arm']}: failed: {fork['error']}"
+    quiet = fork["quiet_s"] if fork["quiet_s"] is not None else math.nan
+    text = (f"round {r + 1} {fork['server']:16} {fork['arm']:8} warm after {fork['auto_s']:4.0f} s (primed "
+            f"{fork['primed_s'] or 0:3.0f} s, {fork['class']}) {fork['auto_rps']:>8,.0f} req/s | JIT quiet at "
+            f"{quiet:4.0f} s")
+    if fork["long_rps"] is not None:
+        text += f" | after {args.long:.0f} s of load {fork['long_rps']:>8,.0f} req/s"
+    return text + ("  FALSE STEADY CALL" if fork["false_steady"] else "")
+
+
+def report(forks: list[dict], *, long: float) -> None:
+    forks = [f for f in forks if "error" not in f]
+    servers = list(dict.fromkeys(f["server"] for f in forks))
     print()
     print(f"{'server':24} {'JIT quiet':>9} {'auto took':>9} {'auto rps':>9} {f'{long:.0f} s rps':>9}  "
           f"false steady calls, not warm at the limit")
@@ -217,11 +200,80 @@ def report(servers: list[str], forks: list[dict], *, long: float, aot: bool) -> 
     for server in servers:
         mine = [f for f in forks if f["server"] == server]
         print(line(f"{server} auto / {long:.0f} s rps", [f["auto_rps"] / f["long_rps"] for f in mine], 0.97))
-    if aot:
-        aot_lines(servers, forks)
+    print(line(f"every server, auto / {long:.0f} s rps", [f["auto_rps"] / f["long_rps"] for f in forks], 0.97))
     false = sum(f["false_steady"] for f in forks)
     print(f"false steady calls: {false} of {len(forks)} forks (goal: none)")
     print("(goal: auto / long >= 0.97 by its interval, and no false steady call in any round)")
+
+
+def shortcut_report(forks: list[dict], shortcut: str) -> None:
+    forks = [f for f in forks if "error" not in f]
+    partner, arm = (a for a, _ in arms("x", shortcut))
+    everyone: list[float] = []
+    print()
+    for server in dict.fromkeys(f["server"] for f in forks):
+        pairs = [(p, a) for p in forks for a in forks if p["server"] == a["server"] == server
+                 and p["arm"] == partner and a["arm"] == arm and p["round"] == a["round"]]
+        mine = {name: [f for f in forks if f["server"] == server and f["arm"] == name] for name in (partner, arm)}
+        took = {name: statistics.median(f["auto_s"] for f in group) for name, group in mine.items()}
+        quiet = {name: statistics.median([f["quiet_s"] for f in group if f["quiet_s"] is not None] or [math.nan])
+                 for name, group in mine.items()}
+        print(f"{server} {arm} against {partner}: warm after {took[arm]:.0f} s against {took[partner]:.0f} s "
+              f"(medians of {len(mine[arm])}), JIT quiet at {quiet[arm]:.0f} s against {quiet[partner]:.0f} s")
+        ratios = [a["auto_rps"] / p["auto_rps"] for p, a in pairs]
+        everyone.extend(ratios)
+        print("  " + equivalence(f"steady throughput {arm} / {partner}", ratios))
+    print(equivalence(f"every server, steady throughput {arm} / {partner}", everyone))
+
+
+def equivalence(name: str, ratios: list[float]) -> str:
+    centre, low, high = ratio_interval(ratios, confidence=0.90)
+    said = ("equivalent" if 1 - MARGIN <= low and high <= 1 + MARGIN else
+            "different" if high < 1 - MARGIN or low > 1 + MARGIN else "not decided: more rounds needed")
+    return (f"{name}: {centre:.3f} [{low:.3f}, {high:.3f}] (90% interval over {len(ratios)} rounds; equivalence "
+            f"margin {1 - MARGIN:.2f}-{1 + MARGIN:.2f}): {said}")
+
+
+def replay(fork: dict, share: float) -> dict | None:
+    """Where ``auto`` would have called this fork warm had its compiler counted as quiet at ``share``: the rule
+    run again over the fork's own slices at the run's load (its priming left as it was), and what the curve
+    shows after that call: the throughput of the next 30 s over that of the last 30 s of the curve, and the
+    compile time's share of the 30 s after the call."""
+    curve = [s for s in fork["curve"] if s.get("t") is not None]
+    primes = [i for i, s in enumerate(curve) if s.get("phase") == "prime"]
+    origin = curve[primes[-1]] if primes else {"t": 0.0, "compile_s": curve[0].get("compile_s")}
+    own = [s for s in curve[primes[-1] + 1 if primes else 0:] if s.get("rps")]
+    called = next((i for i in range(1, len(own) + 1)
+                   if warmup.judge(own[:i], origin=origin, share=share)["warm"]), None)
+    if called is None:
+        return None
+    at = own[called - 1]["t"]
+    after = [s for s in own if at < s["t"] <= at + 30.0]
+    last = [s for s in own if s["t"] > own[-1]["t"] - 30.0]
+    if not after or not last:
+        return None
+    later = [s for s in curve if s["t"] <= at + 30.0 and s.get("compile_s") is not None]
+    return {"t": at, "ratio": statistics.fmean(s["rps"] for s in after) / statistics.fmean(s["rps"] for s in last),
+            "compile_share": (later[-1]["compile_s"] - own[called - 1]["compile_s"]) / max(later[-1]["t"] - at, 1e-9)}
+
+
+def replays(forks: list[dict], shares: list[float]) -> None:
+    """For each candidate quiet share: per server, when auto would call the forks warm, their throughput then
+    against the end of the curve, and how much they compiled in the 30 s after the call."""
+    print()
+    print("the rule replayed over the stored curves at other quiet shares (throughput from 5 s slices):")
+    for share in shares:
+        for server in dict.fromkeys(f["server"] for f in forks):
+            got = [replay(f, share) for f in forks if f["server"] == server]
+            calls = [g for g in got if g is not None]
+            if not calls:
+                print(f"  share {share:.2f} {server:24} never called warm")
+                continue
+            centre, low, high = ratio_interval([g["ratio"] for g in calls])
+            times = ", ".join(f"{g['t']:.0f}" for g in calls)
+            print(f"  share {share:.2f} {server:24} called at {times} s; next 30 s / last 30 s {centre:.3f} "
+                  f"[{low:.3f}, {high:.3f}]; compile share after the call {max(g['compile_share'] for g in calls):.2f} "
+                  f"at most; {len(got) - len(calls)} never called")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ has load at a time; the others sit idle on the same cores. A fork that fails is 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..errors import LoadError, ServerError, VerifyError
@@ -55,6 +57,15 @@ def run(forks: list[Fork]) -> list[Outcome]:
     The round holds the cores of all its forks (:func:`benchlab.store.locks.cores`) from the first start to the
     last stop. Every fork is stopped however the round ends; a :data:`FAILURES` error ends only its own fork.
     """
+    with together(forks) as outcomes:
+        take(outcomes)
+    return outcomes
+
+
+@contextmanager
+def together(forks: list[Fork]) -> Iterator[list[Outcome]]:
+    """The forks opened in turn and the ones that waited resumed, holding the round's cores; every fork is
+    stopped when the block ends, however it ends."""
     pinned = sorted({c for f in forks if not f.spec.backend_options.get("docker_host")
                      for c in (*f.spec.server_cpus, *f.spec.load_cpus)})
     outcomes = [Outcome(f) for f in forks]
@@ -66,16 +77,22 @@ def run(forks: list[Fork]) -> list[Outcome]:
             live = [o for o in outcomes if o.error is None]
             for outcome in live[:-1]:  # the last one warmed has had its load until now
                 _step(outcome, lambda f=outcome.fork: _resume(f))
-            windows = max((len(o.fork.windows) for o in outcomes), default=0)
-            for order in passes(len(outcomes), windows):
-                for i in order:
-                    outcome = outcomes[i]
-                    if outcome.error is None and len(outcome.records) < len(outcome.fork.windows):
-                        _step(outcome, lambda o=outcome: o.records.append(o.fork.window()))
+            yield outcomes
         finally:
             for outcome in outcomes:
                 outcome.fork.close()
-    return outcomes
+
+
+def take(outcomes: list[Outcome], windows: int | None = None) -> None:
+    """Measure ``windows`` more windows of every live fork (all it has left, by default), one a fork a pass."""
+    done = max((len(o.records) for o in outcomes if o.error is None), default=0)  # passes so far
+    left = max((len(o.fork.windows) - len(o.records) for o in outcomes if o.error is None), default=0)
+    count = left if windows is None else min(left, windows)
+    for order in passes(len(outcomes), done + count)[done:]:
+        for i in order:
+            outcome = outcomes[i]
+            if outcome.error is None and len(outcome.records) < len(outcome.fork.windows):
+                _step(outcome, lambda o=outcome: o.records.append(o.fork.window()))
 
 
 def _step(outcome: Outcome, action) -> None:
