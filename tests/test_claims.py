@@ -329,7 +329,7 @@ def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence
     table = claims.read()
     theirs = replay.protocol_options(table, "wrk", "theirs", repeats=5, warmup="auto")
     assert theirs["options"] == {"repeats": 1, "iterations": 3, "warmup": 0.0} and theirs["sequence"] is None
-    k6 = replay.protocol_options(table, "vegeta-rate", "theirs", repeats=5, warmup="auto")
+    k6 = replay.protocol_options(table, "rate-10k", "theirs", repeats=5, warmup="auto")
     assert k6["sequence"] == ["spring-tomcat+vt@java25", "spring-webflux"] and k6["options"]["iterations"] == 2
     assert replay.protocol_options(table, "wrk", "controlled", repeats=5, warmup="auto")["options"] == {
         "repeats": 5, "warmup": "auto"}
@@ -355,9 +355,20 @@ def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_
                     "load": "count", "users": [1000], "loops": [3], "driver": "jmeter", "ramp_up": 10}
     arena = replay.plan(table, "wrk-512", duration=10, count_scale=0.1)
     assert arena["options"]["connections"] == [512] and arena["options"]["duration"] == 5.0
+    assert arena["options"]["pipeline"] == 1
     assert arena["said"] == "wrk, 512 connections, 5 s"
     ab = replay.plan(table, "h2load-count", duration=10, count_scale=0.1)
     assert ab["options"]["driver"] == "h2load" and ab["said"] == "h2load, 50 users x 20 loops (theirs 200)"
+    servlets = ["spring-tomcat", "spring-undertow"]
+    close = replay.plan(table, "rate-1k-close", duration=10, count_scale=0.1, servers=servlets)
+    assert close["options"] == {"servers": servlets, "scenarios": ["hello"], "load": "rate", "rates": [1000.0],
+                                "duration": 10.0, "keepalive": False}, "webflux's claims need webflux"
+    loom = replay.plan(table, "rate-10k", duration=10, count_scale=0.1, servers=["spring-tomcat", "spring-webflux"])
+    assert loom["options"]["servers"] == ["spring-webflux@java25", "spring-tomcat+vt@java25"], "variants of named ones"
+    assert loom["options"]["rates"] == [replay.RATE_CAP] and "(theirs 10000:" in loom["said"]
+    piped = replay.plan(table, "wrk-pipelined", duration=10, count_scale=0.1)
+    assert piped["options"]["pipeline"] == 16 and piped["options"]["connections"] == [128]
+    assert piped["said"] == "wrk, 128 connections, 16 requests pipelined, 10 s (theirs 30 s)"
     assert set(replay.NOT_REPLAYED) | set(replay.EXPERIMENTS) == set(table["experiment"])
 
 
@@ -403,5 +414,30 @@ def test_a_planned_experiment_runs_only_the_servers_asked_for():
     table = claims.read()
     assert replay.plan(table, "h2load-count", duration=10, count_scale=0.1)["options"]["servers"] == [
         "spring-undertow", "spring-jetty"], "Baeldung's untestable h2load claims add no server"
+    # jhipster's claim compares Jetty with Undertow: without Undertow it cannot be judged, so nothing of it runs
     assert replay.plan(table, "h2load-count", duration=10, count_scale=0.1,
-                       servers=["spring-tomcat", "spring-jetty"])["options"]["servers"] == ["spring-jetty"]
+                       servers=["spring-tomcat", "spring-jetty"])["options"]["servers"] == []
+    assert replay.plan(table, "h2load-count", duration=10, count_scale=0.1,
+                       servers=["spring-undertow", "spring-jetty"])["options"]["servers"] == [
+        "spring-undertow", "spring-jetty"]
+
+
+def test_a_fixed_rate_claim_is_judged_on_the_rate_runs_whatever_rate_the_replay_offered():
+    # loom's 10,000 req/s over 10,000 connections, replayed here at the 3,000 one load core sends (vegeta's
+    # runs keep the default 200 connections): the rate runs judge it, the connections do not
+    import dataclasses
+
+    def at_rate(rows: list[Run], rate: float) -> list[Run]:
+        return [dataclasses.replace(r, params={**r.params, "load": "rate", "driver": "vegeta", "rate": rate})
+                for r in rows]
+
+    rate_claim = claim(metric="p99", rate=10000.0, connections=10000, published=0.5)
+    p99s = {"spring-tomcat": [0.010, 0.011, 0.0105, 0.0102, 0.0108], "spring-undertow": [0.005, 0.0051, 0.0052,
+                                                                                           0.0049, 0.0050]}
+    rows = [r for server, p99 in p99s.items() for r in at_rate(runs(server, [3000.0] * 5, p99=p99), 3000.0)]
+    row = judged(rows, rate_claim).iloc[0]
+    assert row["verdict"] == "holds", row["why"]
+    assert judged(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", TOMCAT), rate_claim).iloc[0][
+        "verdict"] == "not testable here", "closed-loop runs do not judge a fixed-rate claim"
+    mixed = rows + at_rate(runs("spring-tomcat", [2000.0] * 5, p99=p99s["spring-tomcat"]), 2000.0)
+    assert "differ in rate" in judged(mixed, rate_claim).iloc[0]["why"], "two rates in one suite are two setups"

@@ -3,7 +3,8 @@
 A claim is a ratio of one server's metric to a baseline's (``server``, ``baseline``, ``published``) or an
 ordering of servers by a metric, lowest first (``order``: ``"spring-tomcat<spring-undertow<spring-jetty"``).
 It is judged on the runs of the suite of its ``experiment`` at its load point (``connections`` for a
-duration load, ``users`` for a count load) and ``scenario``. The verdict words and their meanings are
+duration load, ``users`` for a count load, a fixed rate for a rate load: the rate the replay offered) and
+``scenario``. The verdict words and their meanings are
 :data:`benchlab.schema.CLAIM_VERDICTS`; significance is :func:`benchlab.analysis.stats.verdicts`' rule (the test
 rejects at ``alpha`` and the ratio's interval excludes 1).
 
@@ -158,17 +159,20 @@ def figures(claim) -> dict[str, float]:
 def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
     """The runs of the claim's servers at its load point and scenario, where that is in words, and where
     the runs that are not there were (empty when there are none)."""
-    if given(claim.get("users")):
-        column, unit, value = "users", "users", int(claim["users"])
+    if given(claim.get("rate")):
+        # A fixed-rate claim is judged on its experiment's fixed-rate runs, at the rate this machine could offer
+        # (the replay may scale the source's and says so); runs at several rates are mixed setups, refused later.
+        column, value, where = "load", "rate", f"a fixed rate, scenario {claim['scenario']}"
     else:
-        column, unit, value = "connections", "connections", int(claim["connections"])
-    where = f"{value} {unit}, scenario {claim['scenario']}"
+        column = "users" if given(claim.get("users")) else "connections"
+        value, where = int(claim[column]), f"{int(claim[column])} {column}, scenario {claim['scenario']}"
     if runs is None or runs.empty:
         return pd.DataFrame(), where, ""
-    at = (runs["scenario"] == claim["scenario"]) & (pd.to_numeric(runs[column], errors="coerce") == value)
-    elsewhere = runs[~at & (runs["status"] == "ok")]
-    points = sorted({f"{v:g} {unit}, scenario {s}" for v, s in zip(pd.to_numeric(elsewhere[column], errors="coerce"),
-                                                                    elsewhere["scenario"]) if v == v})
+    values = runs[column] if column == "load" else pd.to_numeric(runs[column], errors="coerce")
+    at = (runs["scenario"] == claim["scenario"]) & (values == value)
+    elsewhere = ~at & (runs["status"] == "ok")
+    points = sorted({(f"load {v}" if column == "load" else f"{v:g} {column}") + f", scenario {s}"
+                     for v, s in zip(values[elsewhere], runs.loc[elsewhere, "scenario"]) if v == v})
     return runs[at & runs["server"].isin(servers(claim))], where, "; ".join(points)
 
 

@@ -19,11 +19,13 @@ from .notebook import ParameterError
 
 #: The experiments of ``claims.csv`` this notebook replays: the two seed write-ups (their load shapes are
 #: the notebook's own parameters) and those whose load shape :func:`plan` reads from the table.
-EXPERIMENTS = ("wrk", "jmeter", "wrk-512", "jmeter-ramp", "h2load-count")
-#: Why the other experiments are not replayed yet.
-NOT_REPLAYED = {"wrk-pipelined": "benchlab's wrk driver does not pipeline yet",
-                "wrk-512-pipelined": "benchlab's wrk driver does not pipeline yet",
-                "vegeta-rate": "its fixed-rate replay (vegeta, virtual threads on Java 25) is not in this notebook yet"}
+EXPERIMENTS = ("wrk", "jmeter", "wrk-512", "jmeter-ramp", "h2load-count", "wrk-pipelined", "wrk-512-pipelined",
+               "rate-1k", "rate-1k-close", "rate-5k", "rate-10k")
+#: Why the other experiments are not replayed (none is, today).
+NOT_REPLAYED: dict[str, str] = {}
+#: The most requests/s a fixed-rate replay offers here: vegeta takes about 20% of a core per 1,000/s (README,
+#: Load models) and has one load core on this machine; a source's higher rate is replayed at this one, said so.
+RATE_CAP = 3000.0
 #: A count experiment's load tool: the table's tool, or the nearest benchlab drives (h2load for ApacheBench).
 TOOLS = {"JMeter": "jmeter", "ApacheBench": "h2load"}
 #: What a load shape has that the table's columns do not: JMeter's ramp-up in the Java Code Geeks test.
@@ -80,19 +82,23 @@ def experiments_of(chosen: pd.DataFrame, asked) -> list[str]:
 
 def plan(chosen: pd.DataFrame, experiment: str, *, duration: float, count_scale: float, servers=None) -> dict:
     """The ``compare()`` options of an experiment whose load shape the table holds (not the seed two, whose
-    shapes are the notebook's parameters): the servers its testable ``chosen`` claims compare (those of
-    ``servers`` only, when given), scenario and load point, ``duration`` seconds at most for a timed load and
-    the loops times ``count_scale`` (one at least) for a counted one, and what was scaled in words:
-    ``{"options": {...}, "said": "..."}``.
+    shapes are the notebook's parameters): the servers its testable ``chosen`` claims compare (with ``servers``,
+    only the claims whose every server is one of those or a variant of one), scenario and load point,
+    ``duration`` seconds at most for a timed load, the loops times ``count_scale`` (one at least) for a counted
+    one, a fixed rate of :data:`RATE_CAP` at most, and what was scaled in words: ``{"options": {...}, "said": "..."}``.
 
     >>> plan(claims.read(), "h2load-count", duration=10, count_scale=0.1)["options"]["driver"]
     'h2load'
     """
     rows = chosen[(chosen["experiment"] == experiment) & ~chosen["untestable"].map(claims.given)]
     first = rows.iloc[0]
-    named = dict.fromkeys(s for row in rows.to_dict("records") for s in claims.servers(row))
-    servers = [s for s in named if servers is None or s in servers]
-    options: dict = {"servers": servers, "scenarios": [first["scenario"]]}
+    wanted = None if servers is None else {_base(s) for s in servers}
+    runnable = [row for row in rows.to_dict("records")
+                if wanted is None or all(_base(s) in wanted for s in claims.servers(row))]
+    options: dict = {"servers": list(dict.fromkeys(s for row in runnable for s in claims.servers(row))),
+                     "scenarios": [first["scenario"]]}
+    if pd.notna(first.get("rate")):
+        return _rate_plan(first, options, duration=duration)
     if pd.notna(first.get("users")):
         users, loops = int(first["users"]), int(first["loops"])
         scaled = max(1, round(loops * count_scale))
@@ -102,9 +108,31 @@ def plan(chosen: pd.DataFrame, experiment: str, *, duration: float, count_scale:
         said = f"{tool}, {users} users x {scaled} loops" + (f" (theirs {loops})" if scaled != loops else "")
     else:
         seconds = min(float(first["duration_s"]), float(duration))
-        options.update(connections=[int(first["connections"])], duration=seconds)
-        said = f"wrk, {int(first['connections'])} connections, {seconds:g} s" + (
-            f" (theirs {float(first['duration_s']):g} s)" if seconds != float(first["duration_s"]) else "")
+        depth = int(first["pipelining"]) if pd.notna(first.get("pipelining")) else 1
+        options.update(connections=[int(first["connections"])], duration=seconds, pipeline=depth)
+        said = (f"wrk, {int(first['connections'])} connections" + (f", {depth} requests pipelined" if depth > 1 else "")
+                + f", {seconds:g} s" + (f" (theirs {float(first['duration_s']):g} s)"
+                                        if seconds != float(first["duration_s"]) else ""))
+    return {"options": options, "said": said}
+
+
+def _base(server: str) -> str:
+    """A server's name without its variant's settings: ``spring-tomcat+vt@java25`` -> ``spring-tomcat``."""
+    return str(server).split("+")[0].split("@")[0]
+
+
+def _rate_plan(first, options: dict, *, duration: float) -> dict:
+    """A fixed-rate experiment's options: vegeta at the source's rate (at most :data:`RATE_CAP`), its connection
+    per request where the source opened one (``keepalive`` "no"), ``duration`` seconds at most."""
+    theirs, seconds = float(first["rate"]), min(float(first["duration_s"]), float(duration))
+    rate = min(theirs, RATE_CAP)
+    keepalive = not (claims.given(first.get("keepalive")) and str(first["keepalive"]).strip() == "no")
+    options.update(load="rate", rates=[rate], duration=seconds, keepalive=keepalive)
+    said = (f"vegeta, {rate:g} req/s" + (f" (theirs {theirs:g}: this machine's load core sends about {RATE_CAP:g})"
+                                         if rate != theirs else "")
+            + ("" if keepalive else ", a new connection a request")
+            + f", {seconds:g} s" + (f" (theirs {float(first['duration_s']):g} s)"
+                                     if seconds != float(first["duration_s"]) else ""))
     return {"options": options, "said": said}
 
 
