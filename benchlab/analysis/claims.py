@@ -159,10 +159,9 @@ def figures(claim) -> dict[str, float]:
 def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
     """The runs of the claim's servers at its load point and scenario, where that is in words, and where
     the runs that are not there were (empty when there are none)."""
+    value: int | str = "rate"  # a fixed-rate claim: its rate runs, at the rate offered here; two rates are mixed setups
     if given(claim.get("rate")):
-        # A fixed-rate claim is judged on its experiment's fixed-rate runs, at the rate this machine could offer
-        # (the replay may scale the source's and says so); runs at several rates are mixed setups, refused later.
-        column, value, where = "load", "rate", f"a fixed rate, scenario {claim['scenario']}"
+        column, where = "load", f"a fixed rate, scenario {claim['scenario']}"
     else:
         column = "users" if given(claim.get("users")) else "connections"
         value, where = int(claim[column]), f"{int(claim[column])} {column}, scenario {claim['scenario']}"
