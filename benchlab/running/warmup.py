@@ -54,16 +54,18 @@ def _slices(seconds: float) -> int:
     return max(2, int(round(seconds / SLICE)))
 
 
-def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE) -> bool | None:
+def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE,
+              key: str = "compile_s") -> bool | None:
     """Whether the compile time in ``slices`` (``{"t", "compile_s"}`` each) grew by at most ``share`` of
-    the wall time over the last ``window`` seconds; None when the slices carry no compile time.
+    the wall time over the last ``window`` seconds; None when the slices carry no compile time. ``key``
+    ``"jit_cpu_s"`` asks the same of the compiler threads' CPU time instead (what the JIT took from the core).
 
     >>> jit_quiet([{"t": 5.0 * i, "compile_s": 30.0 + 0.05 * i} for i in range(1, 8)])
     True
     >>> jit_quiet([{"t": 5.0 * i, "compile_s": 4.0 * i} for i in range(1, 8)])
     False
     """
-    known = [s for s in slices if s.get("compile_s") is not None]
+    known = [s for s in slices if s.get(key) is not None]
     if not known:
         return None
     end = known[-1]["t"]
@@ -71,10 +73,11 @@ def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float 
     if not before:
         return False  # not yet a whole window of counters
     start = before[-1]
-    return (known[-1]["compile_s"] - start["compile_s"]) <= share * (end - start["t"])
+    return (known[-1][key] - start[key]) <= share * (end - start["t"])
 
 
-def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE) -> float | None:
+def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE,
+                key: str = "compile_s") -> float | None:
     """The time the JIT went quiet for good: the first slice ending a quiet window (:func:`jit_quiet`) from
     which on the compiler used at most ``share`` of the wall time to the end of ``slices``; None if it
     never did (or nothing was counted).
@@ -87,16 +90,16 @@ def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: floa
     >>> quiet_since(curve)
     70.0
     """
-    known = [s for s in slices if s.get("compile_s") is not None]
+    known = [s for s in slices if s.get(key) is not None]
     if not known:
         return None
     end = known[-1]
     for i in range(1, len(known) + 1):
         here = known[i - 1]
-        if not jit_quiet(known[:i], window=window, share=share):
+        if not jit_quiet(known[:i], window=window, share=share, key=key):
             continue
         rest = end["t"] - here["t"]
-        if rest <= 0 or end["compile_s"] - here["compile_s"] <= share * rest:
+        if rest <= 0 or end[key] - here[key] <= share * rest:
             return here["t"]
     return None
 
