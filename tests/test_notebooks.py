@@ -167,7 +167,7 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert {r["metadata"]["java"]["version"].split(".")[0] for r in runs if r["params"]["load"] == "duration"} == {"25"}
     assert all(r["params"]["jvm_opts"] == ["-Xms4096m", "-Xmx4096m", "-XX:+UseG1GC"]
                for r in runs if r["params"]["driver"] == "jmeter")
-    assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk", "h2load-count") and "their-stack" in p
+    assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk") and "their-stack" in p
                for p in stored), "only the chosen sources' experiments ran (no wrk-512, no jmeter-ramp)"
     # two protocols: ours, one window per fork after the 1 s warm-up; theirs, no warm-up and 3 runs back to
     # back against one server
