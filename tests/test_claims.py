@@ -216,23 +216,23 @@ def test_the_replay_refuses_its_own_bad_parameters_in_one_line():
 
 
 def test_the_replay_tables_show_ours_beside_theirs():
-    from benchlab.present import replay
+    from benchlab.present import claimtables
 
     rows = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [150.0, 151.0, 149.0, 150.5, 149.5])
     table = pd.DataFrame([claim(claim="u", published=1.5), claim(claim="t", experiment="jmeter", users=100,
                                                                       loops=1000, connections=math.nan)])
     found = claims.judge(table, {"wrk": Suite(rows)})
-    shown = replay.verdict_table(table, found, "jmeter")
+    shown = claimtables.verdict_table(table, found, "jmeter")
     assert list(shown.index) == ["u", "t"] and shown.loc["u", "published"] == "1.50"
     assert shown.loc["u", "ours"].startswith("1.50 [") and shown.loc["t", "ours"] == "-", "no count runs: no figure"
     assert shown.loc["u", "verdict (count: jmeter)"] == "holds"
-    alone = replay.verdict_table(table.iloc[:1], found.iloc[:1], "jmeter", {"wrk": found.iloc[:1]})
+    alone = claimtables.verdict_table(table.iloc[:1], found.iloc[:1], "jmeter", {"wrk": found.iloc[:1]})
     assert list(alone.columns) == ["it says", "load", "published", "ours", "verdict", "why"], \
         "no count claim: no count-driver columns, and the verdict column says no driver"
-    ours = replay.ratios(Suite(rows).runs, "rps", "spring-tomcat")
+    ours = claimtables.ratios(Suite(rows).runs, "rps", "spring-tomcat")
     assert ours.loc["spring-undertow", "ratio"] == pytest.approx(1.5)
     theirs = pd.DataFrame({"server": ["spring-tomcat", "spring-undertow"], "value": [10.0, 14.7]})
-    both = replay.side_by_side(ours, replay.ratios(theirs, "value", "spring-tomcat"))
+    both = claimtables.side_by_side(ours, claimtables.ratios(theirs, "value", "spring-tomcat"))
     assert both.loc["spring-undertow", ["ratio ours", "ratio published"]].tolist() == pytest.approx([1.5, 1.47])
 
 
@@ -258,13 +258,13 @@ def test_their_stack_is_the_sources_jvm_options_on_the_nearest_jdk():
 
 
 def test_their_stacks_verdicts_stand_beside_ours():
-    from benchlab.present import replay
+    from benchlab.present import claimtables
 
     table = pd.DataFrame([claim(claim="u", published=1.5)])
     faster = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [150.0, 151.0, 149.0, 150.5, 149.5])
     alike = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", TOMCAT)
     mine, theirs = claims.judge(table, {"wrk": Suite(faster)}), claims.judge(table, {"wrk": Suite(alike)})
-    shown = replay.beside(replay.verdict_table(table, mine, "jmeter"), theirs, "theirs stack")
+    shown = claimtables.beside(claimtables.verdict_table(table, mine, "jmeter"), theirs, "theirs stack")
     assert shown.loc["u", "verdict"] == "holds"
     assert shown.loc["u", "verdict (theirs stack)"] == "inconclusive"
     assert shown.loc["u", "ours (theirs stack)"].startswith("1.00")
@@ -322,6 +322,24 @@ def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_sa
                                 "was warm."), "a cold replay is said even where the verdicts agree"
 
 
+def test_the_report_says_which_claims_are_protocol_sensitive_or_that_none_is_per_stack():
+    from benchlab.present import claimtables
+
+    def frame(*verdicts):
+        return pd.DataFrame({"claim": ["a", "b", "c", "d"], "verdict": verdicts, "values": 3, "forks": 1,
+                             "cold": 0, "why": "..."})
+
+    judged = {("ours", "controlled"): frame("inconclusive", "holds", "not testable here", "holds"),
+              ("ours", "theirs"): frame("holds", "inconclusive", "holds", "holds"),
+              ("theirs", "controlled"): frame("inconclusive", "inconclusive", "inconclusive", "differs"),
+              ("theirs", "theirs"): frame("inconclusive", "not testable here", "differs", "differs")}
+    assert claimtables.sensitivity(judged) == (
+        "Both protocols judged 3 of 4 claims: 2 are protocol-sensitive (a, b). "
+        "Both protocols judged 3 of 4 claims on their stack: none is protocol-sensitive.")
+    assert claimtables.sensitivity({key: f for key, f in judged.items() if key[1] == "controlled"}) == "", \
+        "one protocol: nothing to say"
+
+
 def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence():
     from benchlab.present import replay
     from benchlab.present.notebook import ParameterError
@@ -373,7 +391,7 @@ def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_
 
 
 def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_claim():
-    from benchlab.present import replay
+    from benchlab.present import claimtables
     from benchlab.schema import PROTOCOL_SENSITIVE
 
     table = pd.DataFrame([claim(claim="u", published=1.47, untestable=math.nan)])
@@ -381,18 +399,18 @@ def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_clai
     cold = Suite(runs("spring-tomcat", [100.0, 130.0, 70.0], warmup=0.0, one_fork=True)
                  + runs("spring-undertow", [90.0, 160.0, 150.0], warmup=0.0, one_fork=True))
     by_run = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
-    shown = replay.verdicts(table, by_run, ["jmeter"])
+    shown = claimtables.verdicts(table, by_run, ["jmeter"])
     row = shown.loc["u"]
     assert row["verdict"] == "holds" and row["verdict (their protocol)"] == "inconclusive"
     assert row["verdict, both protocols"] == "protocol-sensitive" and "protocol-sensitive" in PROTOCOL_SENSITIVE
     assert row["why, both protocols"].startswith("It is inconclusive under its own protocol and holds under the "
                                                  "controlled one: repeats: their 3 runs per server came from 1")
-    alone = replay.verdicts(table, {("ours", "controlled"): ({"wrk": warm}, {})}, ["jmeter"])
+    alone = claimtables.verdicts(table, {("ours", "controlled"): ({"wrk": warm}, {})}, ["jmeter"])
     assert not [c for c in alone.columns if "protocol" in c], "one protocol: no protocol columns"
 
 
 def test_the_count_drivers_stand_side_by_side_with_the_claims_they_change():
-    from benchlab.present import replay
+    from benchlab.present import claimtables
 
     rows = pd.DataFrame([
         {"claim": "a", "claim_text": "x", "driver": "jmeter", "ours": "1.1", "verdict": "holds",
@@ -403,7 +421,7 @@ def test_the_count_drivers_stand_side_by_side_with_the_claims_they_change():
          "load tool cpu (median %)": 90.0},
         {"claim": "b", "claim_text": "y", "driver": "wrk", "ours": "0.9", "verdict": "holds",
          "load tool cpu (median %)": 30.0}])
-    side, said = replay.drivers_beside(rows)
+    side, said = claimtables.drivers_beside(rows)
     assert said == "1 of 2 count claims get a different verdict with another driver (jmeter, wrk)"
     assert side.loc[("a", "x"), ("verdict", "wrk")] == "inconclusive" and len(side) == 2
 

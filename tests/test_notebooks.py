@@ -223,6 +223,42 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert "their stack: wrk on the JVM's own GC and heap, Java 25 for their 24" in text
 
 
+def test_reproduce_notebook_replays_an_ab_claim_with_h2load_under_both_protocols(tmp_path, jars):
+    """jhipster issue 814 (ab -n 10000 -c 50, Jetty against Undertow) replays through h2load at the table's own
+    load shape: 50 users, the loops scaled; its protocol is one run a server, no warm-up."""
+    from benchlab.schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
+
+    results = tmp_path / "jhipster-results"
+    done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
+        "servers": ["spring-jetty", "spring-undertow"], "baseline": "spring-jetty", "repeats": 1, "duration": "2s",
+        "warmup": "1s", "count_scale": 0.05, "results_dir": str(results), "protocol": "both",
+        "claims": ["jhipster"]}, output=tmp_path / "reproduce.ipynb")
+    assert errors(done.ipynb) == []
+    stored = {p: json.loads(Path(p).read_text()) for p in run_files(results)}
+    assert {Path(p).parts[-3] for p in stored} == {"h2load-count"}, "only the chosen source's experiment ran"
+    ran = {("theirs" if "their-protocol" in p else "controlled", r["params"]["server"]):
+           (r["params"]["driver"], r["params"]["users"], r["params"]["loops"], r["params"]["warmup"], r["status"])
+           for p, r in stored.items()}
+    assert set(ran) == {(way, server) for way in ("controlled", "theirs")
+                        for server in ("spring-jetty", "spring-undertow")}, ran
+    for (way, server), (driver, users, loops, warmup, status) in ran.items():
+        assert (driver, users, loops, status) == ("h2load", 50, 10, "ok"), (way, server, driver, users, loops)
+        assert warmup in ({0.0} if way == "theirs" else {"1s", 1.0}), (way, warmup)
+    first = [o["data"]["text/html"] for _, o in outputs(done.ipynb) if "text/html" in o.get("data", {})][1]
+    rows = dict(re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S))
+    assert list(rows) == ["jhipster814-jetty-undertow-rps"]
+    cells = re.findall(r"<td>(.*?)</td>", rows["jhipster814-jetty-undertow-rps"], re.S)
+    words = [c for c in cells if c in {*CLAIM_VERDICTS, *PROTOCOL_SENSITIVE}]
+    assert len(words) == 3, ("a verdict for each protocol and their joint one", cells)
+    text = text_of(done.ipynb)
+    assert "h2load, 50 users x 10 loops (theirs 200)" in text
+    # the report says what the two protocols decided: which claims are protocol-sensitive, or that none is
+    said = re.search(r"Both protocols judged (\d) of 1 claims: (none is protocol-sensitive|1 is protocol-sensitive "
+                     r"\(jhipster814-jetty-undertow-rps\))\.", text)
+    assert said, text
+    assert (said.group(2) == "none is protocol-sensitive") == (words[2] != "protocol-sensitive"), (said[0], words)
+
+
 def test_explore_notebook_presses_run_and_draws(tmp_path, jars):
     results = tmp_path / "explore-results"
     done = report.execute(NOTEBOOKS / "explore.ipynb", {**TINY, "repeats": 1, "results_dir": str(results)},

@@ -1,0 +1,161 @@
+"""The report of claims, for people: the judged claims as one verdict table, each source's protocol beside
+ours, the count claims per driver, and our ratios beside the published ones.
+
+``notebooks/reproduce.ipynb`` shows these after :mod:`benchlab.present.replay` ran its experiments; each is
+tested on its own (``tests/test_claims.py``).
+
+>>> ours({"our_order": None, "ours": 1.5, "low": 1.4, "high": 1.62})
+'1.50 [1.40, 1.62]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..analysis import claims
+from ..analysis.cells import ok
+from .replay import NOT_REPLAYED, label
+
+
+def judged_runs(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05) -> dict:
+    """Every claim judged on every (stack, protocol) of ``by_run`` (-> ``({experiment: Suite}, {count driver:
+    Suite})``), its count claims on the first count driver: ``{(stack, protocol): judged frame}``."""
+    return {(which, way): claims.judge(chosen, {**found, "jmeter": counted.get(count_drivers[0])}, alpha=alpha,
+                                       protocol=way)
+            for (which, way), (found, counted) in by_run.items()}
+
+
+def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05,
+             judged: Mapping | None = None) -> pd.DataFrame:
+    """The claims table of the report: the first (stack, protocol)'s verdicts and why, the other count drivers
+    beside them, each other stack or protocol's figure and verdict, and, where both protocols ran on a stack,
+    the verdict of the two (:func:`benchlab.analysis.claims.protocols`) with its sentence. ``judged``: the
+    claims already judged by :func:`judged_runs` (else judged here)."""
+    judged = judged or judged_runs(chosen, by_run, count_drivers, alpha=alpha)
+    (first_stack, first_way), *rest = judged
+    counted = by_run[(first_stack, first_way)][1]
+    others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, protocol=first_way)
+              for driver in count_drivers[1:]}
+    table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
+    for which, way in rest:
+        table = beside(table, judged[(which, way)], label(which, way))
+    for which in dict.fromkeys(stack for stack, _ in judged):
+        if (which, "theirs") in judged and (which, "controlled") in judged:
+            both = claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+            suffix = f" ({label(which, 'controlled')})" if which == "theirs" else ""
+            table[f"verdict, both protocols{suffix}"] = both["verdict"].values
+            table[f"why, both protocols{suffix}"] = both["why"].values
+    return table
+
+
+def sensitivity(judged: Mapping) -> str:
+    """What the two protocols decided, a sentence per stack both ran on (``judged``: :func:`judged_runs`):
+    which claims are protocol-sensitive, or that none is, of how many both protocols could judge; "" when only
+    one protocol ran.
+
+    >>> one = lambda *verdicts: pd.DataFrame({"claim": ["a", "b", "c"], "verdict": verdicts, "values": 3,
+    ...                                        "forks": 1, "cold": 0, "why": "..."})
+    >>> sensitivity({("ours", "theirs"): one("holds", "inconclusive", "holds"),
+    ...              ("ours", "controlled"): one("inconclusive", "inconclusive", "not testable here")})
+    'Both protocols judged 2 of 3 claims: 1 is protocol-sensitive (a).'
+    """
+    said = []
+    for which in dict.fromkeys(stack for stack, _ in judged):
+        if (which, "theirs") not in judged or (which, "controlled") not in judged:
+            continue
+        both = claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+        testable = both[["their protocol", "controlled"]].ne(claims.NOT_TESTABLE).all(axis=1)
+        sensitive = list(both.loc[both["verdict"] == claims.SENSITIVE, "claim"])
+        where = " on their stack" if which == "theirs" else ""
+        said.append(f"Both protocols judged {int(testable.sum())} of {len(both)} claims{where}: " + (
+            f"{len(sensitive)} {'is' if len(sensitive) == 1 else 'are'} protocol-sensitive ({', '.join(sensitive)})."
+            if sensitive else "none is protocol-sensitive."))
+    return " ".join(said)
+
+
+def sources(chosen: pd.DataFrame, said: Mapping) -> pd.DataFrame:
+    """One row per source of the chosen claims: how it measured (tool, warm-up, runs, order, stack, machine),
+    and beside it how each replay here ran (``said``: (stack, protocol) -> {experiment: words}, as the
+    notebook keeps it), or why it was not replayed."""
+    rows = []
+    for source, group in chosen.groupby("source", sort=False):
+        first, experiment = group.iloc[0], group.iloc[0]["experiment"]
+        row = {"source": source, "claims": len(group), "their load": first["tool"], "their warm-up": first["warmup"],
+               "their runs": first["runs"], "their order": first["run_order"], "their stack": first["stack"],
+               "their machine": first["machine"]}
+        for key, words in said.items():
+            fallback = NOT_REPLAYED.get(experiment, "not run (see the experiments parameter)")
+            row[f"here ({label(*key) or 'our stack, controlled protocol'})"] = words.get(experiment, fallback)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("source")
+
+
+def ours(row) -> str:
+    """Our side of one judged claim: the ratio with its interval, or the order we measured, or "-"."""
+    if isinstance(row["our_order"], str):
+        return row["our_order"].replace("<", " < ")
+    if pd.isna(row["ours"]):
+        return "-"
+    return f"{row['ours']:.2f}" + ("" if pd.isna(row["low"]) else f" [{row['low']:.2f}, {row['high']:.2f}]")
+
+
+def verdict_table(claim_table: pd.DataFrame, judged: pd.DataFrame, primary: str,
+                  others: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """One row per claim: the claim, its load, the published figure, ours, the verdict and why; the count
+    claims judged again with each other driver (``others``: driver -> judged) in two more columns each,
+    where the table has count claims (no empty columns)."""
+    table = judged.assign(ours=judged.apply(ours, axis=1), published=judged["published"].map(
+        lambda v: "-" if pd.isna(v) else f"{v:.2f}"))[["claim_text", "load", "published", "ours", "verdict", "why"]]
+    counted = claim_table["experiment"] == "jmeter"
+    table = table.rename(columns={"claim_text": "it says",
+                                  "verdict": f"verdict (count: {primary})" if counted.any() else "verdict"})
+    for driver, other in (others or {}).items() if counted.any() else ():
+        table[f"ours with {driver}"] = other.apply(ours, axis=1).where(counted, "")
+        table[f"verdict with {driver}"] = other["verdict"].where(counted, "")
+    table.index = claim_table["claim"]
+    return table
+
+
+def beside(table: pd.DataFrame, judged: pd.DataFrame, label: str) -> pd.DataFrame:
+    """The verdict table with another judgement of the same claims beside it (``judged``, in the table's
+    order): our figure and the verdict under ``label``, e.g. "their stack"."""
+    return table.assign(**{f"ours ({label})": judged.apply(ours, axis=1).values,
+                           f"verdict ({label})": judged["verdict"].values})
+
+
+def by_driver(claim_table: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05) -> pd.DataFrame:
+    """The count claims judged once per driver (``suites``: driver -> Suite), with the load tool's median CPU
+    (percent of one core) at each claim's users: a verdict that changes with the driver is the tool's."""
+    counted = claim_table[claim_table["experiment"] == "jmeter"]
+    rows = []
+    for driver, suite in suites.items():
+        out = claims.judge(counted, {"jmeter": suite}, alpha=alpha)
+        cpu = ok(suite.runs).groupby("users")["load_cpu_mean"].median()
+        out["load tool cpu (median %)"] = counted["users"].map(cpu).round().values
+        rows.append(out.assign(driver=driver, ours=out.apply(ours, axis=1))[
+            ["claim", "claim_text", "driver", "ours", "verdict", "reason", "load tool cpu (median %)"]])
+    return pd.concat(rows, ignore_index=True)
+
+
+def drivers_beside(by_driver_frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """:func:`by_driver`'s rows as one row per count claim, each driver's figure, verdict and CPU side by side,
+    and the sentence that counts the claims whose verdict changes with the driver."""
+    side = by_driver_frame.pivot(index=["claim", "claim_text"], columns="driver",
+                                 values=["ours", "verdict", "load tool cpu (median %)"])
+    drivers = list(dict.fromkeys(by_driver_frame["driver"]))
+    changed = int((by_driver_frame.pivot(index="claim", columns="driver", values="verdict").nunique(axis=1) > 1).sum())
+    return side, (f"{changed} of {by_driver_frame['claim'].nunique()} count claims get a different verdict with "
+                  f"another driver ({', '.join(drivers)})")
+
+
+def ratios(frame: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
+    """Each server's mean ``value`` and its ratio to the ``baseline``'s, indexed by server."""
+    means = frame.groupby("server")[value].mean()
+    return pd.DataFrame({"mean": means, "ratio": means / means.get(baseline, float("nan"))})
+
+
+def side_by_side(ours_table: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
+    """Our :func:`ratios` beside the published ones, server by server."""
+    return ours_table.merge(theirs, how="left", left_index=True, right_index=True, suffixes=(" ours", " published"))
