@@ -41,13 +41,19 @@ def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: flo
     table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
     for which, way in rest:
         table = beside(table, judged[(which, way)], label(which, way))
-    for which in dict.fromkeys(stack for stack, _ in judged):
-        if (which, "theirs") in judged and (which, "controlled") in judged:
-            both = claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
-            suffix = f" ({label(which, 'controlled')})" if which == "theirs" else ""
-            table[f"verdict, both protocols{suffix}"] = both["verdict"].values
-            table[f"why, both protocols{suffix}"] = both["why"].values
+    for which, both in both_protocols(judged).items():
+        suffix = f" ({label(which, 'controlled')})" if which == "theirs" else ""
+        table[f"verdict, both protocols{suffix}"] = both["verdict"].values
+        table[f"why, both protocols{suffix}"] = both["why"].values
     return table
+
+
+def both_protocols(judged: Mapping) -> dict:
+    """Each stack both protocols ran on, and its claims judged under the two
+    (:func:`benchlab.analysis.claims.protocols`): ``{stack: frame}``."""
+    return {which: claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+            for which in dict.fromkeys(stack for stack, _ in judged)
+            if (which, "theirs") in judged and (which, "controlled") in judged}
 
 
 def sensitivity(judged: Mapping) -> str:
@@ -62,10 +68,7 @@ def sensitivity(judged: Mapping) -> str:
     'Both protocols judged 2 of 3 claims: 1 is protocol-sensitive (a).'
     """
     said = []
-    for which in dict.fromkeys(stack for stack, _ in judged):
-        if (which, "theirs") not in judged or (which, "controlled") not in judged:
-            continue
-        both = claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+    for which, both in both_protocols(judged).items():
         testable = both[["their protocol", "controlled"]].ne(claims.NOT_TESTABLE).all(axis=1)
         sensitive = list(both.loc[both["verdict"] == claims.SENSITIVE, "claim"])
         where = " on their stack" if which == "theirs" else ""
