@@ -297,9 +297,9 @@ def test_the_controlled_protocol_takes_fork_means():
 def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_says_why():
     from benchlab.schema import PROTOCOL_SENSITIVE
 
-    def frame(verdict, values, forks, cold):
+    def frame(verdict, values, forks, cold, why="..."):
         return pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values, "forks": forks, "cold": cold,
-                              "why": "..."}])
+                              "why": why}])
 
     out = claims.protocols(frame("holds", 3, 1, 2), frame("inconclusive", 5, 5, 0)).iloc[0]
     assert out["verdict"] == "protocol-sensitive" and out["verdict"] in PROTOCOL_SENSITIVE
@@ -317,6 +317,18 @@ def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_sa
                                ("not testable here", "not testable here", "Neither protocol's runs")):
         agreed = claims.protocols(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
         assert agreed["verdict"] == ours and said in agreed["why"], (theirs, ours, agreed["why"])
+    busy = "Not testable here: wrk was 91% busy in 1 of 4 runs."
+    reason = claims.protocols(frame("inconclusive", 3, 1, 0), frame("not testable here", 2, 2, 0, busy)).iloc[0]
+    assert reason["why"] == ("The controlled runs cannot judge it (wrk was 91% busy in 1 of 4 runs); under its own "
+                             "protocol it is inconclusive."), "the reason is said where the verdict is"
+    neither = claims.protocols(frame("not testable here", 3, 1, 0, "Not testable here: no finished run of a."),
+                               frame("not testable here", 2, 2, 0, busy)).iloc[0]
+    assert neither["why"] == ("Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs: no "
+                              "finished run of a).")
+    alike = claims.protocols(frame("not testable here", 3, 1, 0, "Not testable here: wrk was 97% busy in 2 of 3 runs."),
+                             frame("not testable here", 2, 2, 0, busy)).iloc[0]
+    assert alike["why"] == ("Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs "
+                            "likewise).")
     both_cold = claims.protocols(frame("inconclusive", 3, 1, 9), frame("inconclusive", 2, 2, 0)).iloc[0]
     assert both_cold["why"] == ("Inconclusive under both protocols. 9 of their runs were measured before the server "
                                 "was warm."), "a cold replay is said even where the verdicts agree"
@@ -400,11 +412,17 @@ def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_clai
                  + runs("spring-undertow", [90.0, 160.0, 150.0], warmup=0.0, one_fork=True))
     by_run = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
     shown = claimtables.verdicts(table, by_run, ["jmeter"])
+    assert list(shown.columns) == ["it says", "load", "published", "their protocol", "controlled", "verdict", "why"]
     row = shown.loc["u"]
-    assert row["verdict"] == "holds" and row["verdict (their protocol)"] == "inconclusive"
-    assert row["verdict, both protocols"] == "protocol-sensitive" and "protocol-sensitive" in PROTOCOL_SENSITIVE
-    assert row["why, both protocols"].startswith("It is inconclusive under its own protocol and holds under the "
-                                                 "controlled one: repeats: their 3 runs per server came from 1")
+    assert row["controlled"].startswith("holds (1.") and row["their protocol"].startswith("inconclusive (1.")
+    assert row["verdict"] == "protocol-sensitive" and "protocol-sensitive" in PROTOCOL_SENSITIVE
+    assert row["why"].startswith("It is inconclusive under its own protocol and holds under the "
+                                 "controlled one: repeats: their 3 runs per server came from 1")
+    # two stacks: a row per claim and stack, the claim's words once
+    stacks = claimtables.verdicts(table, {**by_run, ("theirs", "controlled"): ({"wrk": warm}, {}),
+                                          ("theirs", "theirs"): ({"wrk": warm}, {})}, ["jmeter"])
+    assert list(stacks["stack"]) == ["our stack", "their stack"] and list(stacks.index) == ["u", "u"]
+    assert list(stacks["verdict"]) == ["protocol-sensitive", "holds"] and list(stacks["published"]) == ["1.47", ""]
     alone = claimtables.verdicts(table, {("ours", "controlled"): ({"wrk": warm}, {})}, ["jmeter"])
     assert not [c for c in alone.columns if "protocol" in c], "one protocol: no protocol columns"
 

@@ -1,28 +1,28 @@
 """The published claims, judged: each claim of ``data/published/claims.csv`` against our runs, one verdict each.
 
-A claim is a ratio of one server's metric to a baseline's (``server``, ``baseline``, ``published``) or an
-ordering of servers by a metric, lowest first (``order``: ``"spring-tomcat<spring-undertow<spring-jetty"``).
-It is judged on the runs of the suite of its ``experiment`` at its load point (``connections`` for a
-duration load, ``users`` for a count load, a fixed rate for a rate load: the rate the replay offered) and
-``scenario``. The verdict words and their meanings are
-:data:`benchlab.schema.CLAIM_VERDICTS`; significance is :func:`benchlab.analysis.stats.verdicts`' rule (the test
-rejects at ``alpha`` and the ratio's interval excludes 1).
+A claim is a ratio of one server's metric to a baseline's (``server``, ``baseline``, ``published``) or an ordering
+of servers by a metric, lowest first (``order``: ``"spring-tomcat<spring-undertow<spring-jetty"``). It is judged on
+the runs of the suite of its ``experiment`` at its load point (``connections`` for a duration load, ``users`` for a
+count load, a fixed rate for a rate load: the rate the replay offered) and ``scenario``. The verdict words and their
+meanings are :data:`benchlab.schema.CLAIM_VERDICTS`; significance is :func:`benchlab.analysis.stats.verdicts`' rule
+(the test rejects at ``alpha`` and the ratio's interval excludes 1).
 
-Before any ratio, the runs must be able to judge: a claim is *not testable here* when no run is at its
-load point, when a run failed, was generator-bound, not warm (``warmup="auto"`` hit its limit, or the
-JVM's counters show its JIT compiling or its GC heavy in the measured window, or the server stalled), or
-when a run's errors exceed :data:`ERROR_SHARE_LIMIT` of its requests. Its reason names the flag.
+Before any ratio, the runs must be able to judge: a claim is *not testable here* when no run is at its load point,
+when a run failed, was generator-bound, not warm (``warmup="auto"`` hit its limit, or the JVM's counters show its
+JIT compiling or its GC heavy in the measured window, or the server stalled), or when a run's errors exceed
+:data:`ERROR_SHARE_LIMIT` of its requests. Its reason names the flag.
 
-Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved
-forks, and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did:
-its warm-up (mostly none), its number of runs, back to back against one server each, every run counted as
-one value as they counted it. There a run that was not warm does not block the verdict (that is their
-protocol) but is counted, and :func:`protocols` names it when the two protocols disagree.
+Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved forks,
+and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did: its warm-up
+(mostly none), its number of runs, back to back against one server each, every run counted as one value as they
+counted it. There a run that was not warm does not block the verdict (that is their protocol) but is counted, and
+:func:`protocols` names it when the two protocols disagree.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import pandas as pd
@@ -157,8 +157,7 @@ def figures(claim) -> dict[str, float]:
 
 
 def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
-    """The runs of the claim's servers at its load point and scenario, where that is in words, and where
-    the runs that are not there were (empty when there are none)."""
+    """The runs of the claim's servers at its load point and scenario, where that is, and where the others were."""
     value: int | str = "rate"  # a fixed-rate claim: its rate runs, at the rate offered here; two rates are mixed setups
     if given(claim.get("rate")):
         column, where = "load", f"a fixed rate, scenario {claim['scenario']}"
@@ -176,8 +175,7 @@ def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
 
 
 def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", protocol: str = "controlled"):
-    """(reason, sentence) when these runs cannot judge the claim, else None. Under the source's own
-    protocol the :data:`WARMTH` flags do not block."""
+    """(reason, sentence) when these runs cannot judge the claim, else None; :data:`WARMTH` blocks no run of theirs."""
     if len(here):
         finished = set(cells.ok(here)["server"])
         missing = [s for s in servers(claim) if s not in finished]
@@ -297,12 +295,12 @@ def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
 def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
     """One row per claim judged under both protocols (two :func:`judge` frames of the same claims, in the same
     order): each protocol's verdict, and the claim's verdict with one sentence saying why. The verdict is
-    *protocol-sensitive* when the claim holds under one protocol and not under the other (neither untestable),
-    else the controlled one's; the sentence names the part of the protocol the runs show made the difference.
+    *protocol-sensitive* when the claim holds under one protocol and not under the other (neither untestable), else
+    the controlled one's; the sentence names the part of the protocol the runs show made the difference, or why not.
 
     >>> one = lambda verdict, values, cold: pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values,
     ...                                                     "forks": 1, "cold": cold, "why": "..."}])
-    >>> protocols(one("holds", 3, 3), one("inconclusive", 3, 0))[["verdict", "why"]].iloc[0].tolist()[0]
+    >>> protocols(one("holds", 3, 3), one("inconclusive", 3, 0)).iloc[0]["verdict"]
     'protocol-sensitive'
     """
     rows = []
@@ -312,7 +310,8 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
         if NOT_TESTABLE in (t, c) or (t == HOLDS) == (c == HOLDS):
             cold = (f" {mine['cold']} of their runs were measured before the server was warm."
                     if mine.get("cold") and t != NOT_TESTABLE else "")
-            rows.append({**row, "verdict": c, "why": _agreed(t, c) + cold})
+            reasons = (str(r["why"]).removeprefix("Not testable here: ").rstrip(".") for r in (mine, ours))
+            rows.append({**row, "verdict": c, "why": _agreed(t, c, *reasons) + cold})
             continue
         rows.append({**row, "verdict": SENSITIVE, "why": f"It {'holds' if t == HOLDS else 'is ' + t} under its "
                      f"own protocol and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
@@ -320,14 +319,15 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "their protocol", "controlled", "verdict", "why"])
 
 
-def _agreed(theirs: str, controlled: str) -> str:
-    """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words."""
+def _agreed(theirs: str, controlled: str, t_why: str, c_why: str) -> str:
+    """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words and reasons."""
     if theirs == controlled == NOT_TESTABLE:
-        return "Neither protocol's runs can judge it."
+        alike = re.sub(r"[\d.]+", "#", t_why) == re.sub(r"[\d.]+", "#", c_why)
+        return f"Neither protocol's runs can judge it: {c_why} ({'theirs likewise' if alike else 'theirs: ' + t_why})."
     if controlled == NOT_TESTABLE:
-        return f"The controlled runs cannot judge it (see why); under its own protocol it is {theirs}."
+        return f"The controlled runs cannot judge it ({c_why}); under its own protocol it is {theirs}."
     if theirs == NOT_TESTABLE:
-        return f"Its own protocol's runs cannot judge it; under the controlled one it is {controlled}."
+        return f"Its own protocol's runs cannot judge it ({t_why}); under the controlled one it is {controlled}."
     if theirs == controlled:
         return f"{controlled.capitalize()} under both protocols."
     return f"It is {theirs} under its own protocol and {controlled} under the controlled one: it holds under neither."

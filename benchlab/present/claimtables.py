@@ -29,11 +29,12 @@ def judged_runs(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: 
 
 def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05,
              judged: Mapping | None = None) -> pd.DataFrame:
-    """The claims table of the report: the first (stack, protocol)'s verdicts and why, the other count drivers
-    beside them, each other stack or protocol's figure and verdict, and, where both protocols ran on a stack,
-    the verdict of the two (:func:`benchlab.analysis.claims.protocols`) with its sentence. ``judged``: the
-    claims already judged by :func:`judged_runs` (else judged here)."""
+    """The claims table of the report. Where both protocols ran, :func:`by_protocol`'s. Else the first stack's
+    verdicts and why, the other count drivers beside them, and the other stack's figure and verdict.
+    ``judged``: the claims already judged by :func:`judged_runs` (else judged here)."""
     judged = judged or judged_runs(chosen, by_run, count_drivers, alpha=alpha)
+    if both := both_protocols(judged):
+        return by_protocol(chosen, judged, both)
     (first_stack, first_way), *rest = judged
     counted = by_run[(first_stack, first_way)][1]
     others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, protocol=first_way)
@@ -41,11 +42,40 @@ def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: flo
     table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
     for which, way in rest:
         table = beside(table, judged[(which, way)], label(which, way))
-    for which, both in both_protocols(judged).items():
-        suffix = f" ({label(which, 'controlled')})" if which == "theirs" else ""
-        table[f"verdict, both protocols{suffix}"] = both["verdict"].values
-        table[f"why, both protocols{suffix}"] = both["why"].values
     return table
+
+
+def by_protocol(chosen: pd.DataFrame, judged: Mapping, both: Mapping) -> pd.DataFrame:
+    """The claims table where both protocols ran (``both``: :func:`both_protocols`): one row per claim and
+    stack, with each protocol's verdict and our figure ("inconclusive (1.15 [0.79, 1.68])"), the verdict of the
+    two (:func:`benchlab.analysis.claims.protocols`) and its sentence. A stack column unless only ours ran; a
+    claim's text, load and published figure once. The count claims' other drivers have their own table.
+
+    >>> one = lambda verdict: pd.DataFrame({"claim": ["a"], "claim_text": ["A is faster"], "load": ["wrk"],
+    ...     "published": [1.5], "our_order": [None], "ours": [1.2], "low": [0.9], "high": [1.6], "values": [3],
+    ...     "forks": [3], "cold": [0], "verdict": [verdict], "why": ["..."]})
+    >>> judged = {("ours", "controlled"): one("inconclusive"), ("ours", "theirs"): one("holds")}
+    >>> by_protocol(pd.DataFrame({"claim": ["a"]}), judged, both_protocols(judged)).loc["a"].tolist()[3:6]
+    ['holds (1.20 [0.90, 1.60])', 'inconclusive (1.20 [0.90, 1.60])', 'protocol-sensitive']
+    """
+    rows = []
+    for at, claim in enumerate(chosen["claim"]):
+        for n, (which, agreed) in enumerate(both.items()):
+            mine, ours_ = (judged[(which, way)].iloc[at] for way in ("theirs", "controlled"))
+            published = "-" if pd.isna(ours_["published"]) else f"{ours_['published']:.2f}"
+            said = {"it says": ours_["claim_text"], "load": ours_["load"], "published": published}
+            rows.append({"claim": claim, "stack": "their stack" if which == "theirs" else "our stack",
+                         **({key: "" for key in said} if n else said),
+                         "their protocol": _cell(mine), "controlled": _cell(ours_),
+                         "verdict": agreed.iloc[at]["verdict"], "why": agreed.iloc[at]["why"]})
+    table = pd.DataFrame(rows).set_index("claim")
+    return table.drop(columns="stack") if list(both) == ["ours"] else table
+
+
+def _cell(judged) -> str:
+    """A verdict with our figure beside it, as one cell: "inconclusive (1.15 [0.79, 1.68])"."""
+    figure = ours(judged)
+    return judged["verdict"] + ("" if figure == "-" else f" ({figure})")
 
 
 def both_protocols(judged: Mapping) -> dict:
