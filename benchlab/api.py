@@ -40,7 +40,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     scenario : "hello", "json", "reflect", "sleep", "sleep:<ms>", "echo" (built-ins) or a path (custom)
     load : "duration" (wrk), "count" (``users`` x ``loops``: h2load or JMeter) or "rate" (``rate``/s: vegeta)
     pipeline, keepalive : a "duration" load's requests a connection sends together (HTTP/1.1 pipelining); a
-        "rate" load's connection a request (``keepalive=False``)
+        "rate" or "duration" load's connection a request (``keepalive=False``)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
         ``base_image``, ``load_in_container`` and ``load_docker_host`` apply to docker only
     startup_timeout : how long the server may take to answer once started; the command line takes the same

@@ -186,6 +186,19 @@ def test_vegeta_without_keepalive_opens_a_connection_a_request(jetty, tmp_path):
     assert "keepalive" not in kept.params and _passive_opens() - before < 200, "keep-alive reuses connections"
 
 
+def test_wrk_without_keepalive_opens_a_connection_a_request_and_so_does_its_warm_up(jetty, tmp_path):
+    # a run that opens a connection a request is warmed the same way: the accept and close paths are code the
+    # JIT compiles, and a keep-alive warm-up would leave them cold for the measured window
+    before = _passive_opens()
+    run = benchlab.run(attached(jetty), connections=4, duration="2s", warmup="1s", keepalive=False,
+                       results_dir=tmp_path)
+    opened = _passive_opens() - before
+    assert_real(run, "wrk")
+    assert run.params["keepalive"] is False
+    # each measured request had its own connection, and the 1 s warm-up's requests theirs (hundreds more)
+    assert opened > run.metrics["requests"] + 100, f"{opened} connections for {run.metrics['requests']} requests"
+
+
 def test_vegeta_keeps_its_rate_against_a_slow_server_and_says_so_honestly(jetty, tmp_path):
     # Every answer takes 400 ms: 200 requests are sent in 2 s, on schedule, and all answered 0.4 s later.
     # The rate was kept (vegeta's own "throughput", which adds that wait, said 83/s and raised a false

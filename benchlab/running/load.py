@@ -9,7 +9,8 @@ Three models, one :class:`Load`:
 ``rate``      an open loop at a constant ``rate`` of requests per second for a fixed time (vegeta):
               requests leave on schedule whether or not the server keeps up, so a stall shows in the
               latency instead of being hidden (no coordinated omission); ``keepalive=False`` opens a
-              connection per request, as Gatling's new user per request does.
+              connection per request, as Gatling's new user per request does (a duration load's too: wrk
+              sends ``Connection: close``, so the warm-up of such a run warms the accept and close paths).
 """
 
 from __future__ import annotations
@@ -114,9 +115,10 @@ class Load:
             raise UsageError("timeout must be more than 0 seconds")
         if not isinstance(self.keepalive, bool):
             raise UsageError(f"keepalive is True or False, not {self.keepalive!r}")
-        if not self.keepalive and self.model != "rate":
-            raise UsageError(f"keepalive=False opens a connection per request of a rate load (vegeta); a "
-                             f"{self.model} load keeps its connections: drop keepalive or use load='rate'")
+        if not self.keepalive and (self.model == "count" or self.pipeline > 1):
+            raise UsageError(f"keepalive=False opens a connection per request of a rate or duration load; a "
+                             f"{'pipelined' if self.pipeline > 1 else self.model} load keeps its connections: drop "
+                             f"keepalive or {'pipeline' if self.pipeline > 1 else 'use load=rate'}")
         _positive_int("pipeline", self.pipeline)
         if self.pipeline > 1 and self.model != "duration":
             raise UsageError(f"pipeline={self.pipeline} pipelines a timed closed loop (load='duration', wrk); a "

@@ -88,8 +88,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("driver", "text", "both", "wrk, h2load, jmeter or vegeta (default: the load model's own)"),
     Option("pipeline", "int", "both", "requests a connection sends together (HTTP/1.1 pipelining; wrk, "
            "load=duration; TechEmpower's pipelined test sends 16); wrk records one latency a batch"),
-    Option("keepalive", "bool", "both", "a rate load's requests reuse connections; --no-keepalive opens one per "
-           "request (vegeta -keepalive=false), as a new Gatling user per request does"),
+    Option("keepalive", "bool", "both", "requests reuse connections; --no-keepalive opens one per request of a "
+           "rate load (vegeta -keepalive=false, as a new Gatling user per request does) or a duration load (wrk "
+           "sends Connection: close), and its warm-up too"),
     Option("order", "text", "compare", "the order of the runs in each repeat", ORDERS),
     Option("seed", "int", "compare", "the seed of order=shuffled"),
     Option("restart", "text", "compare", "a fresh server for each run, or one per server kept for all", RESTARTS),

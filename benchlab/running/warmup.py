@@ -139,13 +139,18 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     ``seconds``.
 
     A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
-    it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts).
+    it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts). A run that opens a
+    connection a request (``keepalive=False``) warms so too: its accept and close paths are part of what
+    the JIT compiles.
+
+    >>> _warming_load(Load(model="rate", rate=100, connections=8, threads=1, duration=5, keepalive=False), 3).keepalive
+    False
     """
     own = load.connections  # a count load's are its users: Load sets them so
     chosen = min(connections, own) if connections else own
     pipeline = load.pipeline if chosen == own else 1  # a lighter load primes; the run's own pipelines as it does
     return Load(connections=chosen, threads=min(load.threads, chosen), duration=seconds,
-                warmup=seconds, timeout=load.timeout, pipeline=pipeline)
+                warmup=seconds, timeout=load.timeout, pipeline=pipeline, keepalive=load.keepalive)
 
 
 def _counters(perfdata) -> dict:

@@ -89,12 +89,14 @@ request = function() return benchlab_batch end
 """
 
 
-def script(scenario, *, distribution: bool = False, pipeline: int = 1) -> str:
+def script(scenario, *, distribution: bool = False, pipeline: int = 1, close: bool = False) -> str:
     """The Lua script for one scenario: its method, body and headers, ``pipeline`` requests a write when more
-    than one, then the reporter (with every latency and its count when ``distribution``).
+    than one, then the reporter (with every latency and its count when ``distribution``). ``close``: each
+    request asks the server to close its connection, and wrk opens a new one for the next.
 
-    >>> "benchlab_batch" in script(type("S", (), {"method": "GET", "body": None, "content_type": None}), pipeline=16)
-    True
+    >>> get = type("S", (), {"method": "GET", "body": None, "content_type": None})
+    >>> "benchlab_batch" in script(get, pipeline=16), 'wrk.headers["Connection"] = "close"' in script(get, close=True)
+    (True, True)
     """
     lines = []
     if scenario.method != "GET":
@@ -103,6 +105,8 @@ def script(scenario, *, distribution: bool = False, pipeline: int = 1) -> str:
         lines.append(f"wrk.body = {_lua_string(scenario.body.decode())}")
     if scenario.content_type:
         lines.append(f'wrk.headers["Content-Type"] = {_lua_string(scenario.content_type)}')
+    if close:
+        lines.append('wrk.headers["Connection"] = "close"')
     batch = PIPELINE.replace("@DEPTH@", str(int(pipeline))) if pipeline > 1 else ""
     return "\n".join(lines) + "\n" + batch + REPORTER + (DISTRIBUTION_REPORTER if distribution else "")
 
@@ -180,7 +184,8 @@ class Wrk(Driver):
             seconds = 3 * load.planned_seconds + load.timeout + 50
         else:
             threads = load.threads
-            lua.write_text(script(scenario, distribution=phase == "measure", pipeline=load.pipeline))
+            lua.write_text(script(scenario, distribution=phase == "measure", pipeline=load.pipeline,
+                                  close=not load.keepalive))
             seconds = load.warmup if phase == "warmup" else load.duration
         argv = [
             self.executable(),
