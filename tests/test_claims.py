@@ -329,6 +329,8 @@ def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_sa
                              frame("not testable here", 2, 2, 0, busy)).iloc[0]
     assert alike["why"] == ("Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs "
                             "likewise).")
+    same = claims.protocols(frame("not testable here", 3, 1, 0, busy), frame("not testable here", 2, 2, 0, busy))
+    assert same.iloc[0]["why"] == "Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs."
     both_cold = claims.protocols(frame("inconclusive", 3, 1, 9), frame("inconclusive", 2, 2, 0)).iloc[0]
     assert both_cold["why"] == ("Inconclusive under both protocols. 9 of their runs were measured before the server "
                                 "was warm."), "a cold replay is said even where the verdicts agree"

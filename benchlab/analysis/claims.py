@@ -322,8 +322,9 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
 def _agreed(theirs: str, controlled: str, t_why: str, c_why: str) -> str:
     """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words and reasons."""
     if theirs == controlled == NOT_TESTABLE:
-        alike = re.sub(r"[\d.]+", "#", t_why) == re.sub(r"[\d.]+", "#", c_why)
-        return f"Neither protocol's runs can judge it: {c_why} ({'theirs likewise' if alike else 'theirs: ' + t_why})."
+        alike = re.sub(r"[\d.]+", "#", t_why) == re.sub(r"[\d.]+", "#", c_why)  # the same cause, other counts
+        said = "" if t_why == c_why else " (theirs likewise)" if alike else f" (theirs: {t_why})"
+        return f"Neither protocol's runs can judge it: {c_why}{said}."
     if controlled == NOT_TESTABLE:
         return f"The controlled runs cannot judge it ({c_why}); under its own protocol it is {theirs}."
     if theirs == NOT_TESTABLE:
