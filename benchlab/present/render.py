@@ -67,7 +67,7 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 /* tables of text read left to right and wrap inside the page, as a reader expects */
 /* (important: JupyterLab's own rule, later and more specific, right-aligns every cell) */
 .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th, .jp-RenderedHTMLCommon tr { text-align: left !important;
-  vertical-align: top !important; max-width: 36em !important; overflow-wrap: anywhere; }
+  vertical-align: top !important; max-width: 36em !important; overflow-wrap: break-word; }
 .jp-RenderedHTMLCommon table { table-layout: auto; max-width: 100%; }
 </style>
 {%- endblock extra_css -%}
