@@ -122,6 +122,65 @@ def test_the_precision_said_is_that_of_every_round_the_last_included():
     assert suite.precision["widest"] == pytest.approx(0.075, abs=0.001)
 
 
+def _forks(between: float, within: float, *, servers=("a", "b"), forks=40, windows=10, fork_s=120.0, window_s=5.0,
+           seed=7, alike=False):
+    """Records of forks x windows whose rps logs have a fork effect of sd ``between`` and window noise of sd
+    ``within``, each fork costing ``fork_s`` before its first window and each window ``window_s``; ``alike``:
+    every fork's windows the same draws, so that their means agree exactly."""
+    import datetime as dt
+
+    import numpy as np
+
+    from benchlab.store.results import Run
+
+    rng = np.random.default_rng(seed)
+    shared = rng.normal(0, within, windows)
+    t0 = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
+    records = []
+    for server in servers:
+        for fork in range(forks):
+            effect = rng.normal(0, between)
+            for i in range(1, windows + 1):
+                start = t0 + dt.timedelta(seconds=window_s * i)
+                records.append(Run(
+                    id=f"{server}-{fork}-{i}", params={"server": server, "repeat": fork + 1, "scenario": "hello",
+                                                       "fork": f"{server}-{fork}", "iteration": i},
+                    metrics={"rps": 1000 * np.exp(effect + (shared[i - 1] if alike else rng.normal(0, within))),
+                             **({"fork_s": fork_s} if i == 1 else {})},
+                    metadata={}, started_at=start.isoformat(),
+                    finished_at=(start + dt.timedelta(seconds=window_s)).isoformat()))
+    return records
+
+
+def test_iterations_auto_chooses_kalibera_and_jones_windows_from_both_noises_and_both_costs():
+    from benchlab.analysis import precision
+
+    # a fork costs 120 s and a window 5 s; windows 1.5x noisier than forks: m = sqrt(120/5 x 1.5^2) = 7.3
+    chosen = precision.design(_forks(0.10, 0.15), interleave="windows")
+    assert (chosen["fork_s"], chosen["window_s"]) == (120.0, 5.0)
+    assert chosen["between_cv"] == pytest.approx(0.10, rel=0.25) and chosen["within_cv"] == pytest.approx(0.15, rel=0.1)
+    assert 6 <= chosen["iterations"] <= 9 and "Kalibera and Jones" in chosen["why"]
+    truth = [precision.saving(0.01, 0.0225, 120, 5, m) for m in range(1, 31)]
+    assert min(range(30), key=truth.__getitem__) + 1 == 7, "the model's own optimum is the rule's m"
+    assert chosen["saving"] == pytest.approx(truth[6], abs=0.08) and chosen["saving"] < 1
+    assert f"{chosen['saving']:.2f}x the time of one window a fork" in chosen["why"]
+    # forks that agree and noisy windows: as many windows as allowed; quiet windows: one a fork
+    alike = _forks(0.0, 0.15, alike=True)
+    assert precision.design(alike, interleave="windows")["iterations"] == precision.MAX_WINDOWS["windows"]
+    assert precision.design(alike, interleave="forks")["iterations"] == precision.MAX_WINDOWS["forks"]
+    assert precision.design(_forks(0.20, 0.001))["iterations"] == 1
+
+
+def test_windows_never_save_more_than_the_forks_share_of_the_noise():
+    from benchlab.analysis import precision
+
+    for b2, w2 in ((0.01, 0.02), (0.02, 0.01), (0.0001, 0.05)):
+        floor = b2 / (b2 + w2)
+        ratios = [precision.saving(b2, w2, 129, 5.2, m) for m in range(1, 500)]
+        assert ratios[0] == pytest.approx(1.0) and min(ratios) > floor
+        assert precision.saving(b2, w2, 1e9, 1e-9, 10**7) == pytest.approx(floor, rel=1e-3), "free windows"
+
+
 def _steady_server(name: str):
     return benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
                                         name=name, path="/")
