@@ -58,6 +58,21 @@ def test_a_server_slow_to_warm_is_warmed_until_steady(tmp_path):
 
 
 @pytest.mark.integration
+def test_a_rate_load_warms_with_the_connections_that_carry_its_rate(tmp_path):
+    # 4 ms an answer: 2 connections carry about 450 req/s of the 1,500 asked, so the JIT of a real server
+    # would compile the rest in the measured window; by Little's law about 8 carry it.
+    server = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
+                                          name="steady", path="/")
+    run = benchlab.run(server, "/", load="rate", rate=1500, connections=2, duration="2s", results_dir=tmp_path)
+    slices = run.metadata["warmup"]["slices"]
+    assert slices[0]["connections"] == 2 and slices[0]["rps"] < 0.6 * 1500, "the run's own connections fell short"
+    counts = [s["connections"] for s in slices]
+    assert counts[1] >= 6 and counts == sorted(counts) and counts[-1] <= 20, "raised once by Little's law, never cut"
+    assert min(s["rps"] for s in slices[-3:]) > 0.9 * 1500, "the warm-up carried the rate"
+    assert run.metrics["warm"] is True and run.metrics["rps"] > 0.9 * 1500
+
+
+@pytest.mark.integration
 def test_a_fixed_warmup_keeps_its_time_and_judges_nothing(tmp_path):
     server = benchlab.Server.from_command([sys.executable, str(FIXTURES / "warming_server.py"), "{port}", "0"],
                                           name="warm", path="/")
