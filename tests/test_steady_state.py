@@ -202,15 +202,22 @@ def _steady_server(name: str):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("asked, reached", [(0.10, True), (0.0001, False)], ids=["reached", "capped"])
+@pytest.mark.parametrize("asked, reached", [(0.25, True), (0.0001, False)], ids=["reached", "capped"])
 def test_repeats_auto_adds_rounds_until_the_ratio_is_precise(tmp_path, asked, reached):
+    # Two alike servers whose 1 s runs vary by about 8%: +/-25% is reached within a few rounds (+/-10% was
+    # asked here once, and 4 rounds reached it about half the time: 0.099-0.166 in four tries).
+    from benchlab.analysis import precision
+
     suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats="auto",
-                             precision=asked, max_repeats=4, duration="1s", warmup=0, results_dir=tmp_path,
-                             progress=False)
+                             precision=asked, max_repeats=6 if reached else 4, duration="1s", warmup=0,
+                             results_dir=tmp_path, progress=False)
     rounds = suite.runs.groupby("server")["repeat"].max()
     assert suite.precision["reached"] is reached and suite.precision["asked"] == asked
     if reached:
-        assert (rounds == 2).all() or (rounds == 3).all(), "it stopped at the first round that was precise"
-        assert suite.precision["widest"] <= asked
+        last = int(rounds.iloc[0])
+        assert (rounds == last).all() and suite.precision["widest"] <= asked
+        if last > 2:
+            earlier = [r for r in suite.records if r.params["repeat"] < last]
+            assert precision.widest(earlier, "a") > asked, "it stopped at the first round that was precise"
     else:
         assert (rounds == 4).all() and suite.precision["widest"] > asked, "it went on to max_repeats, and says so"
