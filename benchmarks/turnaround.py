@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import benchlab
-from benchlab.analysis import precision, stats
+from benchlab.analysis import precision
 from benchlab.running import backends, jars, process, servers
 
 
@@ -140,19 +140,6 @@ def log_variances(windows: dict, m: int, picks: dict | None = None) -> dict:
     return out
 
 
-def pooled_components(windows: dict, picks: dict | None = None) -> tuple[float, float]:
-    """(between**2, within**2) of the rps logs: each server's random-effects components, averaged."""
-    parts = []
-    for server, forks in windows.items():
-        chosen = forks if picks is None else [forks[i] for i in picks[server]]
-        values = [v for fork in chosen for v in fork]
-        keys = [i for i, fork in enumerate(chosen) for _ in fork]
-        parts.append(stats.components(values, keys))
-    between = [p["between_cv"] ** 2 for p in parts if p["between_cv"] == p["between_cv"]]
-    within = [p["within_cv"] ** 2 for p in parts if p["within_cv"] == p["within_cv"]]
-    return statistics.fmean(between), statistics.fmean(within)
-
-
 def model_from(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> tuple[float, float, int, float]:
     """The model's ratio at ``m`` windows, its best over 1..200 windows and where, and its floor (windows
     free: between**2 / (between**2 + within**2))."""
@@ -207,12 +194,13 @@ def verdict_time(args) -> None:
     # The same question asked of the model rather than of these forks' sample variances: what m windows,
     # and the best number of windows, would save, given the two noises and the two costs. Its interval is a
     # bootstrap over each server's forks too; the floor is what windows could save if they cost nothing.
-    b2, w2 = pooled_components(windows)
+    b2, w2 = precision.noise(windows.values())
     at_m, best, best_m, floor = model_from(b2, w2, fork_s, window_s, m)
     draws = []
     for _ in range(1000):
         picks = {s: rng.integers(0, len(f), len(f)).tolist() for s, f in windows.items()}
-        draws.append(model_from(*pooled_components(windows, picks), fork_s, window_s, m))
+        draws.append(model_from(*precision.noise([f[i] for i in picks[s]] for s, f in windows.items()),
+                                fork_s, window_s, m))
     (lo_m, hi_m), (lo_b, hi_b), (lo_f, hi_f) = (np.quantile([d[i] for d in draws], [0.025, 0.975]) for i in (0, 1, 3))
     print(f"Kalibera and Jones' model, from forks {math.sqrt(b2):.1%} apart and a fork's windows {math.sqrt(w2):.1%} "
           f"({sum(len(f) for f in windows.values())} forks, {len(names)} servers), a fork {fork_s:.0f} s and a "

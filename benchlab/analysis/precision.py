@@ -92,6 +92,24 @@ def costs(records) -> tuple[float, float]:
     return max(fork, 0.0), max(window, 1e-3)
 
 
+def noise(servers) -> tuple[float, float]:
+    """(between**2, within**2) of the rps logs: each server's random-effects components
+    (:func:`benchlab.analysis.stats.components`), the variances averaged over the servers that can tell them;
+    NaN where none can. ``servers``: each server's forks, a fork its windows' rps.
+
+    >>> [round(v, 4) for v in noise([[[100, 102, 98], [150, 153, 147]]])]
+    [0.0821, 0.0004]
+    """
+    parts = []
+    for forks in servers:
+        forks = list(forks)
+        keys = [i for i, fork in enumerate(forks) for _ in fork]
+        parts.append(stats.components([v for fork in forks for v in fork], keys))
+    between = [p["between_cv"] ** 2 for p in parts if p["between_cv"] == p["between_cv"]]
+    within = [p["within_cv"] ** 2 for p in parts if p["within_cv"] == p["within_cv"]]
+    return (sum(between) / len(between) if between else math.nan, sum(within) / len(within) if within else math.nan)
+
+
 def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> float:
     """Kalibera and Jones' time to one precision with ``m`` windows a fork over the time with one: the grand
     mean's variance a fork, b2 + w2/m, times a fork's cost, fork + m x window, against m = 1 (b2 and w2 the
@@ -114,19 +132,11 @@ def design(records, *, interleave: str = "forks") -> dict:
     (stats.components), pooled as mean variances; the costs come from :func:`costs`. Returns the choice with
     what it was made from."""
     fork_s, window_s = costs(records)
-    parts = []
-    for servers in _windows(records).values():
-        for forks in servers.values():
-            values = [v for fork in forks.values() for v in fork]
-            keys = [name for name, fork in forks.items() for _ in fork]
-            parts.append(stats.components(values, keys))
-    between = [p["between_cv"] ** 2 for p in parts if p["between_cv"] == p["between_cv"]]
-    within = [p["within_cv"] ** 2 for p in parts if p["within_cv"] == p["within_cv"]]
+    b2, w2 = noise(list(forks.values()) for servers in _windows(records).values() for forks in servers.values())
     out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan}
-    if not between or not within:
+    if math.isnan(b2) or math.isnan(w2):
         return {**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
                 "apart: the pilot's windows a fork are kept"}
-    b2, w2 = sum(between) / len(between), sum(within) / len(within)
     out.update(between_cv=math.sqrt(b2), within_cv=math.sqrt(w2))
     raw = math.inf if b2 == 0 else math.sqrt(fork_s / window_s * w2 / b2)
     most = MAX_WINDOWS[interleave]

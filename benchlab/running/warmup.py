@@ -29,6 +29,7 @@ compile time per slice. Nothing of the warm-up is a result.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -135,9 +136,9 @@ def steady(rps: list[float]) -> bool:
     return judge([{"rps": r} for r in rps])["warm"]
 
 
-def _warming_load(load: Load, seconds: float, *, connections: int | None = None, at_least: bool = False) -> Load:
-    """The load that warms the server: the run's own connections (or ``connections``, at most the run's
-    own unless ``at_least``) through wrk, for ``seconds``.
+def _warming_load(load: Load, seconds: float, *, connections: int | None = None) -> Load:
+    """The load that warms the server: the run's own connections (or fewer, ``connections``) through wrk, for
+    ``seconds``.
 
     A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
     it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts). A run that opens a
@@ -148,7 +149,7 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None,
     False
     """
     own = load.connections  # a count load's are its users: Load sets them so
-    chosen = (max if at_least else min)(connections, own) if connections else own
+    chosen = min(connections, own) if connections else own
     pipeline = load.pipeline if chosen == own else 1  # a lighter load primes; the run's own pipelines as it does
     return Load(connections=chosen, threads=min(load.threads, chosen), duration=seconds,
                 warmup=seconds, timeout=load.timeout, pipeline=pipeline, keepalive=load.keepalive)
@@ -180,7 +181,7 @@ def _carrying(load: Load, warming: Load, done: dict) -> Load:
     needed = min(RATE_CONNECTIONS, math.ceil(1.1 * rate * done["connections"] / rps))
     if needed <= warming.connections:
         return warming
-    return _warming_load(load, warming.duration, connections=needed, at_least=True)
+    return dataclasses.replace(warming, connections=needed)
 
 
 def _counters(perfdata) -> dict:
