@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from benchlab import report
@@ -56,6 +55,7 @@ def stored_runs(compared) -> Path:
 
 
 def outputs(path: Path) -> list[tuple[int, dict]]:
+    import nbformat  # here, not at the top: its jsonschema costs every fast-tier worker 2 s of collection
     nb = nbformat.read(str(path), as_version=4)
     return [(i, o) for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])]
 
