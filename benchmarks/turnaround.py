@@ -150,6 +150,63 @@ def model_from(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> 
     return precision.saving(b2, w2, fork_s, window_s, m), ratios[best], best + 1, b2 / (b2 + w2)
 
 
+def rounds_needed(rounds: dict, baseline: str, m: int, picks=None, half: float = PRECISION) -> int:
+    """The fewest rounds with every ratio's paired t half-width within ``half``: per round, the log of one
+    server's fork mean (its first ``m`` windows) over the baseline's fork of the same round."""
+    global _T1
+    if _T1 is None:
+        from scipy.stats import t
+
+        _T1 = t.ppf(0.975, _KS - 1)
+    keys = sorted(rounds[baseline]) if picks is None else picks
+    worst = 0.0
+    for server in rounds:
+        if server != baseline:
+            gaps = [math.log(statistics.fmean(rounds[server][k][:m]) / statistics.fmean(rounds[baseline][k][:m]))
+                    for k in keys]
+            worst = max(worst, statistics.variance(gaps))
+    enough = _T1 * np.sqrt(worst / _KS) <= math.log1p(half)
+    return int(_KS[np.argmax(enough)]) if enough.any() else int(_KS[-1])
+
+
+_T1 = None
+
+
+def paired(rounds: dict, baseline: str, fork_s: float, window_s: float, windows: int, unpaired_one: float,
+           rng) -> None:
+    """The same forks judged as the rounds they ran in: a round's forks ran side by side, so what the machine
+    did to that round it did to all of its servers, and a ratio taken round by round leaves it out."""
+    servers = len(rounds)
+    keys = sorted(set.intersection(*(set(r) for r in rounds.values())))
+    rounds = {s: {k: r[k] for k in keys} for s, r in rounds.items()}
+
+    def hours(m, picks=None):
+        return rounds_needed(rounds, baseline, m, picks) * servers * (fork_s + m * window_s) / 3600
+
+    one = hours(1)
+    print(f"judged round by round (each ratio paired with the baseline's fork of the same round; {len(keys)} rounds):")
+    for m in sorted({1, *range(2, windows + 1, 2), windows}):
+        draws = []
+        for _ in range(300):
+            picks = rng.choice(keys, len(keys)).tolist()
+            draws.append(hours(m, picks) / hours(1, picks))
+        low, high = np.quantile(draws, [0.025, 0.975])
+        print(f"  {m} windows a fork: {rounds_needed(rounds, baseline, m)} rounds, {hours(m):.1f} h; over one window "
+              f"a fork paired {hours(m) / one:.3f} [95% {low:.3f}, {high:.3f}]; over one window a fork unpaired "
+              f"(iterations=1 today) {hours(m) * 3600 / unpaired_one:.3f}")
+
+
+def positions(windows: dict) -> list[tuple[float, float]]:
+    """By a window's place in its fork (1st, 2nd, ...): the mean and the root mean square of its log distance
+    from its fork's mean, over every fork of every server. The model takes a fork's windows as alike; a first
+    window further out than the rest is what one window a fork pays beyond the model."""
+    out = []
+    for i in range(min(len(f) for forks in windows.values() for f in forks)):
+        gaps = [math.log(f[i]) - statistics.fmean(map(math.log, f)) for forks in windows.values() for f in forks]
+        out.append((statistics.fmean(gaps), math.sqrt(statistics.fmean(g * g for g in gaps))))
+    return out
+
+
 def verdict_time(args) -> None:
     names = args.servers.split(",")
     results = args.results or tempfile.mkdtemp(prefix="benchlab-verdict-")
@@ -163,9 +220,12 @@ def verdict_time(args) -> None:
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
     ok = [r for r in suite.records if r.status == "ok"]
     windows: dict[str, list[list[float]]] = {}
+    rounds: dict[str, dict[int, list[float]]] = {}
     for fork in dict.fromkeys(r.params["fork"] for r in ok):
         mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["iteration"])
-        windows.setdefault(mine[0].params["server"], []).append([r.metrics["rps"] for r in mine])
+        server, rps = mine[0].params["server"], [r.metrics["rps"] for r in mine]
+        windows.setdefault(server, []).append(rps)
+        rounds.setdefault(server, {})[mine[0].params["repeat"]] = rps
     fork_s, window_s = precision.costs(ok)
     chosen = precision.design(ok, interleave=args.interleave)
     m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
@@ -209,6 +269,9 @@ def verdict_time(args) -> None:
           f"[{lo_b:.3f}, {hi_b:.3f}]; windows that cost nothing: {floor:.3f} [{lo_f:.3f}, {hi_f:.3f}]")
     reach = "met" if hi_b <= 0.5 else ("out of reach here" if lo_b > 0.5 else "not decided")
     print(f"  goal <= 0.5 at the best number of windows: {reach}")
+    print("a window's log distance from its fork's mean, by its place in the fork (mean, rms): "
+          + "; ".join(f"{i + 1}: {mean:+.1%} {rms:.1%}" for i, (mean, rms) in enumerate(positions(windows))))
+    paired(rounds, names[0], fork_s, window_s, args.windows, one, rng)
 
 
 def main() -> None:
