@@ -29,7 +29,6 @@ compile time per slice. Nothing of the warm-up is a result.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from pathlib import Path
@@ -137,8 +136,8 @@ def steady(rps: list[float]) -> bool:
 
 
 def _warming_load(load: Load, seconds: float, *, connections: int | None = None) -> Load:
-    """The load that warms the server: the run's own connections (or fewer, ``connections``) through wrk, for
-    ``seconds``.
+    """The load that warms the server: the run's own connections (or ``connections``) through wrk, for
+    ``seconds``; its wrk threads are the run's, at most one a connection.
 
     A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
     it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts). A run that opens a
@@ -149,8 +148,8 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     False
     """
     own = load.connections  # a count load's are its users: Load sets them so
-    chosen = min(connections, own) if connections else own
-    pipeline = load.pipeline if chosen == own else 1  # a lighter load primes; the run's own pipelines as it does
+    chosen = connections or own
+    pipeline = load.pipeline if chosen == own else 1  # a primer or a wider rate warm-up does not pipeline
     return Load(connections=chosen, threads=min(load.threads, chosen), duration=seconds,
                 warmup=seconds, timeout=load.timeout, pipeline=pipeline, keepalive=load.keepalive)
 
@@ -174,6 +173,10 @@ def _carrying(load: Load, warming: Load, done: dict) -> Load:
     341
     >>> _carrying(run, _warming_load(run, 5), {"rps": 9000.0, "connections": 200}).connections
     200
+    >>> few = Load(model="rate", rate=1500, connections=2, threads=4, duration=10)  # its slices: 2 wrk threads
+    >>> wider = _carrying(few, _warming_load(few, 5), {"rps": 448.0, "connections": 2})
+    >>> wider.connections, wider.threads
+    (8, 4)
     """
     rps, rate = done.get("rps") or 0.0, load.rate
     if load.model != "rate" or rate is None or rps <= 0 or rps >= rate:
@@ -181,7 +184,7 @@ def _carrying(load: Load, warming: Load, done: dict) -> Load:
     needed = min(RATE_CONNECTIONS, math.ceil(1.1 * rate * done["connections"] / rps))
     if needed <= warming.connections:
         return warming
-    return dataclasses.replace(warming, connections=needed)
+    return _warming_load(load, warming.duration, connections=needed)
 
 
 def _counters(perfdata) -> dict:
@@ -274,7 +277,7 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
                       perfdata=perfdata, on_slice=on_slice)
 
     slices: list[dict] = []
-    prime = _warming_load(load, SLICE, connections=PRIME_CONNECTIONS)
+    prime = _warming_load(load, SLICE, connections=min(PRIME_CONNECTIONS, load.connections))
     if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
         while time.monotonic() - began < min(PRIME_LIMIT, limit):
             slices.append(one("prime", prime))
