@@ -114,20 +114,24 @@ PRECISION = 0.05
 
 
 _KS = np.arange(2, 100_001)
-_T = None
+_T: dict[int, np.ndarray] = {}
 
 
-def forks_needed(variances: dict, baseline: str, half: float = PRECISION) -> int:
-    """The fewest forks a server with every ratio's t half-width (on the logs, 2k - 2 degrees of freedom)
-    within ``half``."""
-    global _T
-    if _T is None:
+def fewest(variance: float, *, sides: int, half: float = PRECISION) -> int:
+    """The fewest k whose t half-width on the logs, sqrt(variance / k) on sides x (k - 1) degrees of freedom,
+    is within ``half``: k forks a server judged apart (2 sides), or k rounds judged pair by pair (1)."""
+    if sides not in _T:
         from scipy.stats import t
 
-        _T = t.ppf(0.975, 2 * _KS - 2)
-    worst = max(variances[s] + variances[baseline] for s in variances if s != baseline)
-    enough = _T * np.sqrt(worst / _KS) <= math.log1p(half)
+        _T[sides] = t.ppf(0.975, sides * (_KS - 1))
+    enough = _T[sides] * np.sqrt(variance / _KS) <= math.log1p(half)
     return int(_KS[np.argmax(enough)]) if enough.any() else int(_KS[-1])
+
+
+def forks_needed(variances: dict, baseline: str) -> int:
+    """The fewest forks a server with every ratio within +/-5%: the worst server's log variance plus the
+    baseline's, each server's forks apart from the others'."""
+    return fewest(max(variances[s] + variances[baseline] for s in variances if s != baseline), sides=2)
 
 
 def log_variances(windows: dict, m: int, picks: dict | None = None) -> dict:
@@ -150,61 +154,49 @@ def model_from(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> 
     return precision.saving(b2, w2, fork_s, window_s, m), ratios[best], best + 1, b2 / (b2 + w2)
 
 
-def rounds_needed(rounds: dict, baseline: str, m: int, picks=None, half: float = PRECISION) -> int:
-    """The fewest rounds with every ratio's paired t half-width within ``half``: per round, the log of one
-    server's fork mean (its first ``m`` windows) over the baseline's fork of the same round."""
-    global _T1
-    if _T1 is None:
-        from scipy.stats import t
-
-        _T1 = t.ppf(0.975, _KS - 1)
+def rounds_needed(rounds: dict, baseline: str, m: int, picks: list | None = None) -> int:
+    """The fewest rounds with every ratio within +/-5%, judged pair by pair: per round, the log of one server's
+    fork mean (its first ``m`` windows) over the baseline's fork of the same round."""
     keys = sorted(rounds[baseline]) if picks is None else picks
-    worst = 0.0
-    for server in rounds:
-        if server != baseline:
-            gaps = [math.log(statistics.fmean(rounds[server][k][:m]) / statistics.fmean(rounds[baseline][k][:m]))
-                    for k in keys]
-            worst = max(worst, statistics.variance(gaps))
-    enough = _T1 * np.sqrt(worst / _KS) <= math.log1p(half)
-    return int(_KS[np.argmax(enough)]) if enough.any() else int(_KS[-1])
-
-
-_T1 = None
+    base = rounds[baseline]
+    worst = max(statistics.variance([math.log(statistics.fmean(forks[k][:m]) / statistics.fmean(base[k][:m]))
+                                     for k in keys])
+                for server, forks in rounds.items() if server != baseline)
+    return fewest(worst, sides=1)
 
 
 def paired(rounds: dict, baseline: str, fork_s: float, window_s: float, windows: int, unpaired_one: float,
            rng) -> None:
     """The same forks judged as the rounds they ran in: a round's forks ran side by side, so what the machine
     did to that round it did to all of its servers, and a ratio taken round by round leaves it out."""
-    servers = len(rounds)
     keys = sorted(set.intersection(*(set(r) for r in rounds.values())))
-    rounds = {s: {k: r[k] for k in keys} for s, r in rounds.items()}
 
-    def hours(m, picks=None):
-        return rounds_needed(rounds, baseline, m, picks) * servers * (fork_s + m * window_s) / 3600
+    def hours(m, picks=keys):
+        return rounds_needed(rounds, baseline, m, picks) * len(rounds) * (fork_s + m * window_s) / 3600
 
     one = hours(1)
     print(f"judged round by round (each ratio paired with the baseline's fork of the same round; {len(keys)} rounds):")
-    for m in sorted({1, *range(2, windows + 1, 2), windows}):
+    print(f"  1 window a fork: {rounds_needed(rounds, baseline, 1, keys)} rounds, {one:.1f} h; over one window a fork "
+          f"judged apart (iterations=1 today) {one * 3600 / unpaired_one:.3f}")
+    for m in sorted({*range(2, windows + 1, 2), windows}):
         draws = []
-        for _ in range(300):
+        for _ in range(1000):
             picks = rng.choice(keys, len(keys)).tolist()
             draws.append(hours(m, picks) / hours(1, picks))
         low, high = np.quantile(draws, [0.025, 0.975])
-        print(f"  {m} windows a fork: {rounds_needed(rounds, baseline, m)} rounds, {hours(m):.1f} h; over one window "
-              f"a fork paired {hours(m) / one:.3f} [95% {low:.3f}, {high:.3f}]; over one window a fork unpaired "
-              f"(iterations=1 today) {hours(m) * 3600 / unpaired_one:.3f}")
+        print(f"  {m} windows a fork: {rounds_needed(rounds, baseline, m, keys)} rounds, {hours(m):.1f} h; over one "
+              f"window a fork paired {hours(m) / one:.3f} [95% {low:.3f}, {high:.3f}]; over one window a fork judged "
+              f"apart {hours(m) * 3600 / unpaired_one:.3f}")
 
 
 def positions(windows: dict) -> list[tuple[float, float]]:
     """By a window's place in its fork (1st, 2nd, ...): the mean and the root mean square of its log distance
     from its fork's mean, over every fork of every server. The model takes a fork's windows as alike; a first
     window further out than the rest is what one window a fork pays beyond the model."""
-    out = []
-    for i in range(min(len(f) for forks in windows.values() for f in forks)):
-        gaps = [math.log(f[i]) - statistics.fmean(map(math.log, f)) for forks in windows.values() for f in forks]
-        out.append((statistics.fmean(gaps), math.sqrt(statistics.fmean(g * g for g in gaps))))
-    return out
+    forks = [[math.log(v) for v in fork] for each in windows.values() for fork in each]
+    gaps = [[v - statistics.fmean(fork) for v in fork] for fork in forks]
+    places = zip(*gaps)  # as far as the shortest fork goes
+    return [(statistics.fmean(g), math.sqrt(statistics.fmean(x * x for x in g))) for g in places]
 
 
 def verdict_time(args) -> None:
@@ -219,13 +211,11 @@ def verdict_time(args) -> None:
           f"stored in {results}")
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
     ok = [r for r in suite.records if r.status == "ok"]
-    windows: dict[str, list[list[float]]] = {}
-    rounds: dict[str, dict[int, list[float]]] = {}
+    rounds: dict[str, dict[int, list[float]]] = {}  # server -> round (its repeat) -> its fork's windows' rps
     for fork in dict.fromkeys(r.params["fork"] for r in ok):
         mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["iteration"])
-        server, rps = mine[0].params["server"], [r.metrics["rps"] for r in mine]
-        windows.setdefault(server, []).append(rps)
-        rounds.setdefault(server, {})[mine[0].params["repeat"]] = rps
+        rounds.setdefault(mine[0].params["server"], {})[mine[0].params["repeat"]] = [r.metrics["rps"] for r in mine]
+    windows = {server: list(forks.values()) for server, forks in rounds.items()}
     fork_s, window_s = precision.costs(ok)
     chosen = precision.design(ok, interleave=args.interleave)
     m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
