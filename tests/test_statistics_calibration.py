@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchlab.analysis import intervals, stats
+from benchlab.analysis import cells, intervals, pairs, stats
 
 TRIALS = 4000
 SIZES = (2, 3, 5, 9, 10, 30)
@@ -341,3 +341,135 @@ def test_merged_tails_resample_forks_then_windows():
           f"{hits['two-level'] / trials:.2f}, windows as independent {hits['windows'] / trials:.2f}")
     assert np.median(widths["two-level"]) > 1.5 * np.median(widths["windows"])
     assert hits["two-level"] > hits["windows"] + 0.05 * trials, hits
+
+
+# --- rounds: forks of every server run one after another share the machine of their round ------------------
+#
+# Measured here (81 forks, 27 rounds of Tomcat, Jetty and Undertow): a round's three forks rose and fell
+# together (round 7 served 20.2k / 16.0k / 19.7k req/s, round 10 30.4k / 29.6k / 37.0k), so the forks' 17.8%
+# spread was mostly the round's, and the ratio within a round varied 5.4% at 8 windows. The model: window j of
+# server s's fork in round r is mu_s * R_r * F_sr * W_srj, R_r the round's effect shared by both servers, F_sr
+# the fork's own and W_srj the window's, each of mean 1 (log-normal, or "bimodal" forks). The rules pair the
+# rounds (stats.rounds); the truth of the ratio of means is mu_a / mu_b. Mixes: this machine's (round 0.15,
+# fork 0.03, window 0.10); no round effect at all (pairing only costs degrees of freedom); rounds dominating;
+# one server's forks 3x noisier than the other's (the Cox correction's case); skewed rounds; bimodal forks.
+
+PAIRED_TRIALS = 3000
+#: (rounds, windows a fork). Not 2 rounds: stats.rounds pairs from 3 (stats.PAIRED_FROM), as a paired t with one
+#: degree of freedom called 6.1% of bimodal A/A pairs significant; 2 rounds are judged apart.
+ROUND_DESIGNS = ((3, 1), (3, 8), (5, 4), (6, 1), (8, 8), (12, 4), (20, 1))
+#: (name, round sd, fork sd of a, fork sd of b or "bimodal", window sd)
+ROUND_MIXES = (("this machine", 0.15, 0.03, 0.03, 0.10), ("no round effect", 0.0, 0.10, 0.10, 0.10),
+               ("rounds dominate", 0.30, 0.05, 0.05, 0.05), ("a 3x noisier", 0.15, 0.15, 0.05, 0.05),
+               ("skewed rounds", 0.50, 0.05, 0.05, 0.10), ("bimodal forks", 0.15, "bimodal", "bimodal", 0.10))
+
+
+def draw_rounds(rng, trials: int, rounds: int, windows: int, mix: tuple, scale: float = 1.0):
+    """Fork means (trials, rounds) of a and of b, paired by round, and a's raw (trials, rounds, windows)."""
+    _, round_sd, fork_a, fork_b, window_sd = mix
+    shared = np.exp(round_sd * rng.standard_normal((trials, rounds, 1)) - round_sd ** 2 / 2)
+
+    def side(fork_sd, mu):
+        if fork_sd == "bimodal":
+            own = np.where(rng.random((trials, rounds, 1)) < 0.5, 1.0, 2.0) / 1.5
+        else:
+            own = np.exp(fork_sd * rng.standard_normal((trials, rounds, 1)) - fork_sd ** 2 / 2)
+        return mu * 1e4 * shared * own * np.exp(window_sd * rng.standard_normal((trials, rounds, windows))
+                                                - window_sd ** 2 / 2)
+    a, b = side(fork_a, scale), side(fork_b, 1.0)
+    return a.mean(axis=-1), b.mean(axis=-1), a
+
+
+def calibrate_rounds(mix: tuple, rounds: int, windows: int) -> dict:
+    rng = np.random.default_rng([SEED, 7, ROUND_MIXES.index(mix), rounds, windows])
+    row = {"mix": mix[0], "rounds": rounds, "windows": windows, "test": pairs.test_name(rounds, ALPHA)}
+    for scale, column in ((1.0, "cov_1"), (1.3, "cov_1.3")):
+        a, b, _ = draw_rounds(rng, PAIRED_TRIALS, rounds, windows, mix, scale)
+        low, high = pairs.ratio_interval(a, b, ALPHA)
+        row[column], row["given"] = covered(low, high, scale)
+        if scale == 1.0:
+            p = pairs.p_value(a, b, ALPHA)
+            row["false_pos"] = float(np.mean(intervals.significant(p, low, high, ALPHA)))
+            apart_low, apart_high = intervals.ratio_interval(a, b, ALPHA)
+            # the median width paired over the width judged apart, on the same data
+            row["width_vs_apart"] = float(np.median((high - low) / (apart_high - apart_low)))
+    return row
+
+
+@pytest.fixture(scope="module")
+def paired() -> pd.DataFrame:
+    frame = pd.DataFrame([calibrate_rounds(mix, k, m) for mix in ROUND_MIXES for k, m in ROUND_DESIGNS])
+    print(f"\nrounds, {PAIRED_TRIALS} trials per row: fork means paired by round")
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return frame
+
+
+def test_paired_ratio_intervals_cover_at_every_design(paired):
+    for _, row in paired.iterrows():
+        floor = COVERAGE_FLOOR - margin(COVERAGE_FLOOR, row["given"])
+        assert row["cov_1"] >= floor and row["cov_1.3"] >= floor, row
+
+
+def test_paired_verdicts_hold_their_level_at_every_design(paired):
+    for _, row in paired.iterrows():
+        assert row["false_pos"] <= ALPHA + margin(ALPHA, PAIRED_TRIALS), row
+
+
+def test_pairing_narrows_the_interval_where_rounds_move_together(paired):
+    # What pairing is for: on this machine's mix the paired interval is a fraction of the one judged apart
+    # from 5 rounds on; with no round effect it costs only the degrees of freedom it gives up (wider at 3).
+    mine = paired[paired.mix == "this machine"].set_index(["rounds", "windows"])["width_vs_apart"]
+    assert mine.loc[(8, 8)] < 0.5 and mine.loc[(20, 1)] < 0.6, mine
+    none = paired[paired.mix == "no round effect"].set_index(["rounds", "windows"])["width_vs_apart"]
+    assert 1.0 < none.loc[(20, 1)] < 1.1 and none.loc[(3, 1)] > none.loc[(20, 1)], none
+
+
+def test_the_signed_rank_p_is_exact():
+    # Every sign flip up to 14 pairs: the same p as scipy's exact Wilcoxon where it has no ties or zeros, and
+    # a zero difference (Pratt) moves no sum: [0, 1, 2, 3, 4, 5, 6] has 2 of 64 flips at least as far.
+    rng = np.random.default_rng([SEED, 8])
+    d = rng.normal(0.4, 1.0, (50, 9))
+    ours = pairs.p_value(np.exp(d), np.ones_like(d), ALPHA)
+    theirs = [scipy_stats.wilcoxon(x, method="exact").pvalue for x in d]
+    assert ours == pytest.approx(theirs, rel=1e-9)
+    zero = np.exp(np.array([[0.0, 1, 2, 3, 4, 5, 6]]))
+    assert pairs.p_value(zero, np.ones_like(zero), ALPHA)[0] == pytest.approx(2 / 64)
+
+
+def test_two_rounds_are_judged_apart():
+    forks = pd.DataFrame({"suite": "s", "repeat": [1, 2], "rps": [110.0, 120.0]})
+    base = pd.DataFrame({"suite": "s", "repeat": [1, 2], "rps": [100.0, 108.0]})
+    assert cells.rounds(forks, base, "rps")[2] is False
+    three = [pd.concat([side, side.iloc[:1].assign(repeat=3)]) for side in (forks, base)]
+    assert cells.rounds(*three, "rps")[2] is True
+    twice = pd.concat([forks, forks.assign(repeat=3)])  # two forks of one side in round 3: not rounds
+    assert cells.rounds(twice, three[1], "rps")[2] is False
+
+
+def test_the_frame_rules_pair_forks_by_round():
+    # stats.verdicts and stats.summary over a compare()'s windows (suite, repeat, fork, iteration) pair each
+    # server's fork with the baseline's of the same round, as the kernels above; a round whose baseline fork
+    # failed is left out; forks of two suites (not run in rounds together) are judged apart.
+    rng = np.random.default_rng([SEED, 9])
+    rounds, windows = 6, 3
+    mix = ROUND_MIXES[0]
+    means_a, means_b, _ = draw_rounds(rng, 1, rounds, windows, mix, 1.1)
+    rows = [{"server": server, "rps": v, "status": "ok", "scenario": "hello", "repeat": r + 1, "suite": "s1",
+             "iteration": j + 1, "fork": f"{server}-{r}", "id": f"{server}-{r}-{j}"}
+            for server, means in (("a", means_a[0]), ("b", means_b[0])) for r in range(rounds)
+            for j, v in enumerate([means[r]] * windows)]
+    runs = pd.DataFrame(rows)
+    runs.loc[(runs.server == "b") & (runs.repeat == 2), "status"] = "failed"
+    kept = np.arange(rounds) != 1
+    low, high = pairs.ratio_interval(means_a[:, kept], means_b[:, kept], ALPHA)
+    p = pairs.p_value(means_a[:, kept], means_b[:, kept], ALPHA)
+    verdict = stats.verdicts(runs, baseline="b").iloc[0]
+    assert verdict["change_low"] + 1 == pytest.approx(low[0]) and verdict["p_value"] == pytest.approx(p[0])
+    assert verdict["test"] == "paired t"
+    assert verdict["significant"] or "not distinguishable at 5 rounds (paired t" in verdict["verdict"], verdict
+    summary = stats.summary(runs, metrics=("rps",), baseline="b").set_index("server")
+    assert summary.loc["a", "ratio_low"] == pytest.approx(low[0]) and summary.loc["a", "ratio_method"] == "cox paired"
+    apart = runs.assign(suite=np.where(runs.server == "a", "s1", "s2"))
+    verdict = stats.verdicts(apart, baseline="b").iloc[0]
+    low, high = intervals.ratio_interval(means_a, means_b[:, kept], ALPHA)
+    assert verdict["change_low"] + 1 == pytest.approx(low[0]) and verdict["test"] == "Mann-Whitney"

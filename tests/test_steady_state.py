@@ -109,11 +109,11 @@ def test_a_measurement_that_catches_the_server_speeding_up_is_flagged_drifting(t
     assert ("drifting" in benchlab.load(tmp_path / "b").flags()["flag"].tolist()) == (abs(drift) > limit)
 
 
-def _record(server: str, repeat: int, rps: float):
+def _record(server: str, repeat: int, rps: float, suite=None):
     from benchlab.store.results import Run
 
     return Run(id=f"{server}-{repeat}", params={"server": server, "repeat": repeat, "scenario": "hello"},
-               metrics={"rps": rps}, metadata={})
+               metrics={"rps": rps}, metadata={}, suite=suite)
 
 
 def test_precision_is_the_widest_relative_half_width():
@@ -124,6 +124,20 @@ def test_precision_is_the_widest_relative_half_width():
     assert precision.enough(tight, "a", 0.03) and precision.widest(tight, "a") < 0.03
     assert not precision.enough(loose, "a", 0.03) and precision.widest(loose, "a") > 0.1
     assert precision.widest(tight[:2], "a") == float("inf"), "one repeat has no interval"
+
+
+def test_precision_pairs_the_forks_of_a_round():
+    # Rounds that move both servers together by up to 20%, as this machine's did: judged apart, the ratio is
+    # known to about +/-20%; paired by round (one suite, one repeat), to within 1%, as the summary judges it.
+    from benchlab.analysis import precision
+
+    shift = {1: 1.0, 2: 1.2, 3: 0.8, 4: 1.1}
+    odd = {1: 1.0, 2: 1.004, 3: 0.997, 4: 1.002}
+    rounds = [_record(s, r, base * shift[r] * (odd[r] if s == "b" else 1.0), suite="one")
+              for r in shift for s, base in (("a", 1000), ("b", 1500))]
+    apart = [_record(s, r, base * shift[r] * (odd[r] if s == "b" else 1.0), suite=s)
+             for r in shift for s, base in (("a", 1000), ("b", 1500))]
+    assert precision.widest(rounds, "a") < 0.01 < 0.15 < precision.widest(apart, "a")
 
 
 def test_the_precision_said_is_that_of_every_round_the_last_included():

@@ -202,11 +202,11 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", prot
     return None
 
 
-def _pair(a: pd.Series, b: pd.Series, alpha: float) -> dict:
-    ratio, low, high = stats.ratio_ci(a, b, alpha=alpha)
-    test, p = stats.test_difference(a, b, alpha=alpha)
-    return {"ratio": ratio, "low": low, "high": high, "test": test, "p": p,
-            "n": min(len(cells.finite(a)), len(cells.finite(b))),
+def _pair(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, alpha: float) -> dict:  # paired by round if they can
+    a, b, paired = cells.rounds(mine, theirs, metric)
+    ratio, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
+    test, p = stats.test_difference(a, b, alpha=alpha, paired=paired)
+    return {"ratio": ratio, "low": low, "high": high, "test": test, "p": p, "n": stats.count(a, b, paired),
             "significant": bool(intervals.significant(p, low, high, alpha)) if test != "none" else False}
 
 
@@ -235,7 +235,7 @@ def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
     ok, metric = cells.ok(here), claim["metric"]
     forks = cells.forks(ok)
     counted = ok if protocol == "theirs" else forks  # theirs: each run a value, as the source had it
-    values = {s: counted.loc[counted["server"] == s, metric] for s in servers(claim)}
+    values = {s: counted[counted["server"] == s] for s in servers(claim)}  # each server's rows
     judged = (_judge_order(claim, values, metric, alpha) if given(claim.get("order"))
               else _judge_pair(claim, values, metric, alpha))
     judged.update(values=min(len(v) for v in values.values()), cold=_cold(ok),
@@ -258,7 +258,7 @@ def _their_protocol(ok: pd.DataFrame, cold: int) -> str:
 
 def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
     out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None}
-    pair = _pair(values[claim["server"]], values[claim["baseline"]], alpha)
+    pair = _pair(values[claim["server"]], values[claim["baseline"]], metric, alpha)
     published = float(claim["published"])
     out.update(ours=pair["ratio"], low=pair["low"], high=pair["high"], reason=None)
     said = f"{claim['server']} / {claim['baseline']} {metric} is {_evidence(pair)} here against {published:g} published"
@@ -276,11 +276,11 @@ def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
 
 def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
     named = servers(claim)
-    means = {s: float(cells.finite(v).mean()) for s, v in values.items()}
+    means = {s: float(cells.finite(v[metric]).mean()) for s, v in values.items()}
     ours = "<".join(sorted(named, key=means.__getitem__))
     steps, words = [], []
     for low_server, high_server in zip(named, named[1:]):
-        pair = _pair(values[high_server], values[low_server], alpha)
+        pair = _pair(values[high_server], values[low_server], metric, alpha)
         word = (INCONCLUSIVE if not pair["significant"] else HOLDS if pair["ratio"] > 1 else REVERSED)
         words.append(word)
         steps.append(f"{high_server} / {low_server} {_evidence(pair)}: {word}")

@@ -5,6 +5,8 @@ Positive metrics get Cox's interval on the logs, others Student t; ratios the tw
 when a value is 0); the test is Mann-Whitney U with an exact permutation p (its normal approximation from
 50 repeats a side without ties), or Welch t where no split can reach alpha. ``docs/statistics.md`` gives
 the reasons and the calibration.
+
+Forks run in rounds are judged paired, by :mod:`benchlab.analysis.pairs`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
+
 from ..schema import AUTO
 from ..store.results import span
 from . import cells, stats
@@ -30,27 +32,34 @@ def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
     return windows
 
 
-def _cells(records) -> dict[str, dict[str, list[float]]]:
-    """``{cell: {server: [rps, ...]}}``: one rps per fork, the mean of its windows."""
-    return {cell: {server: [sum(v) / len(v) for v in forks.values()] for server, forks in servers.items()}
+def _cells(records) -> dict[str, dict[str, pd.DataFrame]]:
+    """``{cell: {server: forks}}``: one row per fork, its round (``suite``, ``repeat``) and ``rps``, the mean
+    of its windows."""
+    rounds = {cells.fork_key(r.params.get("fork"), r.id, r.started_at): (r.suite, r.params.get("repeat"))
+              for r in records}
+    return {cell: {server: pd.DataFrame([(*rounds[fork], sum(v) / len(v)) for fork, v in forks.items()],
+                                        columns=["suite", "repeat", "rps"])
+                   for server, forks in servers.items()}
             for cell, servers in _windows(records).items()}
 
 
 def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
-    """The widest relative half-width among the cells' rps ratios to ``baseline`` (the mean's, alone).
+    """The widest relative half-width among the cells' rps ratios to ``baseline`` (the mean's, alone), each
+    paired by round where the forks share rounds (:func:`benchlab.analysis.cells.rounds`), as the summary judges.
 
     ``inf`` while some interval is missing or unbounded: fewer than 2 repeats, or failed ones.
     """
     worst = 0.0
     for servers in _cells(records).values():
-        base = servers.get(baseline, [])
-        others: list[list[float] | None] = [values for name, values in servers.items() if name != baseline] or [None]
-        for values in others:
-            if values is None:
-                low, high, _ = stats.mean_ci(base, alpha=alpha)
-                centre = sum(base) / len(base) if base else math.nan
+        base = servers.get(baseline, pd.DataFrame(columns=["suite", "repeat", "rps"]))
+        others = [forks for name, forks in servers.items() if name != baseline] or [None]
+        for forks in others:
+            if forks is None:
+                low, high, _ = stats.mean_ci(base["rps"], alpha=alpha)
+                centre = float(base["rps"].mean()) if len(base) else math.nan
             else:
-                centre, low, high = stats.ratio_ci(values, base, alpha=alpha)
+                a, b, paired = cells.rounds(forks, base, "rps")
+                centre, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
             if any(math.isnan(v) for v in (centre, low, high)) or centre <= 0:
                 return math.inf
             worst = max(worst, high / centre - 1, 1 - low / centre)

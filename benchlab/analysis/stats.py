@@ -9,6 +9,12 @@ for each method and the simulation that checks them are in ``docs/statistics.md`
   negative (error counts) gets the Student t interval. ``ci_method`` says which: ``"cox"`` or ``"t"``.
 - The interval of a ratio of means, for positive metrics, is the two-sample version of the same
   (Welch degrees of freedom); otherwise Fieller's interval. ``ratio_method`` says which.
+- Forks of one round (the same suite and repeat: one fork of every server, run one after another) are
+  judged *paired*: the rounds' log ratios share the machine's state of their round, which on this machine
+  moved a round's forks together by as much as 20%. The ratio's interval is then the paired Cox interval
+  (paired Fieller's where a value is 0), ``ratio_method`` "cox paired", and the test Wilcoxon's signed rank
+  (exact over every sign flip) or paired t below 6 rounds; a fork whose round has no fork of the other
+  server is left out. Forks that share fewer than 3 rounds are judged apart, as below.
 - A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
   excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
   seeded Monte Carlo over 10 000 splits beyond 20 000; its normal approximation from 50 repeats a side
@@ -27,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LATENCY_COLUMNS
-from . import cells, intervals
+from . import cells, intervals, pairs
 
 #: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
 LOWER_IS_BETTER = set(LATENCY_COLUMNS)
@@ -66,44 +72,70 @@ def describe(values, *, alpha: float = 0.05) -> dict:
             "max": float(x.max()) if n else math.nan, "ci_low": low, "ci_high": high, "ci_method": method}
 
 
-def ratio_method(values, baseline) -> str:
+def _sides(values, baseline, paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The finite values of each side; paired, the pairs where both are finite, still aligned."""
+    if not paired:
+        return cells.finite(values), cells.finite(baseline)
+    a, b = (np.asarray(pd.to_numeric(pd.Series(list(x)), errors="coerce"), dtype=float) for x in (values, baseline))
+    if len(a) != len(b):
+        raise ValueError(f"paired sides must be aligned: {len(a)} values against {len(b)}")
+    both = np.isfinite(a) & np.isfinite(b)
+    return a[both], b[both]
+
+
+def count(values, baseline, paired: bool) -> int:
+    """How many repeats a verdict rests on: the pairs whose values are both finite, or the smaller side's."""
+    a, b = _sides(values, baseline, paired)
+    return len(a) if paired else min(len(a), len(b))
+
+
+def ratio_method(values, baseline, *, paired: bool = False) -> str:
     """How :func:`ratio_ci` builds its interval here: ``"cox"`` (every value positive), ``"fieller"``
-    (some 0 or negative) or ``"none"`` (fewer than 2 values a side, a baseline mean of 0, or no repeat
-    that differs from the others on either side)."""
-    a, b = cells.finite(values), cells.finite(baseline)
+    (some 0 or negative), each with `` paired`` when the values are pairs of one round, or ``"none"`` (fewer
+    than 2 values a side, a baseline mean of 0, or no repeat that differs from the others on either side)."""
+    a, b = _sides(values, baseline, paired)
     if len(a) < 2 or len(b) < 2 or b.mean() == 0 or not (intervals.varies(a) or intervals.varies(b)):
         return "none"
-    return "cox" if np.all(a > 0) and np.all(b > 0) else "fieller"
+    return ("cox" if np.all(a > 0) and np.all(b > 0) else "fieller") + (" paired" if paired else "")
 
 
-def ratio_ci(values, baseline, *, alpha: float = 0.05) -> tuple[float, float, float]:
+def ratio_ci(values, baseline, *, alpha: float = 0.05, paired: bool = False) -> tuple[float, float, float]:
     """(mean(values) / mean(baseline), low, high) at confidence ``1 - alpha``; :func:`ratio_method` says
     how. Fieller's interval can be unbounded (the baseline's mean is not surely above 0): NaN bounds.
+    ``paired``: ``values[i]`` and ``baseline[i]`` were measured in one round (:func:`.cells.rounds`), and
+    the interval is taken from the pairs' log ratios (:mod:`.pairs`).
 
     >>> [round(v, 3) for v in ratio_ci([178, 180, 176], [100, 101, 99])]
     [1.78, 1.737, 1.824]
+    >>> [round(v, 3) for v in ratio_ci([178, 200, 160], [100, 112, 90], paired=True)]  # apart: 1.39-2.29
+    [1.781, 1.771, 1.792]
     """
-    a, b = cells.finite(values), cells.finite(baseline)
+    a, b = _sides(values, baseline, paired)
     if len(a) == 0 or len(b) == 0 or b.mean() == 0:
         return math.nan, math.nan, math.nan
-    if ratio_method(a, b) == "none":
+    if ratio_method(a, b, paired=paired) == "none":
         return float(a.mean() / b.mean()), math.nan, math.nan
-    low, high = intervals.ratio_interval(a, b, alpha)
+    low, high = (pairs.ratio_interval if paired else intervals.ratio_interval)(a, b, alpha)
     return float(a.mean() / b.mean()), float(low), float(high)
 
 
-def test_difference(values, baseline, *, alpha: float = 0.05) -> tuple[str, float]:
+def test_difference(values, baseline, *, alpha: float = 0.05, paired: bool = False) -> tuple[str, float]:
     """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
     ``alpha``, from its normal approximation ("Mann-Whitney normal") with 50 or more repeats a side and no
-    tie, else Welch's t; ``("none", nan)`` below 2 values a side.
+    tie, else Welch's t; ``("none", nan)`` below 2 values a side. ``paired`` (pairs of one round): Wilcoxon's
+    signed rank with an exact sign-flip p from 6 pairs, else paired t.
 
     >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
     ('Mann-Whitney', 0.086)
+    >>> test_difference([11, 12, 13, 14, 15, 16], [10, 11, 12, 13, 14, 15], paired=True)  # 2 of 64 flips
+    ('Wilcoxon signed-rank', 0.03125)
     """
-    a, b = cells.finite(values), cells.finite(baseline)
+    a, b = _sides(values, baseline, paired)
+    if paired:
+        name = pairs.test_name(len(a), alpha)
+        return name, (math.nan if name == "none" else float(pairs.p_value(a, b, alpha)))
     name = intervals.test_name(a, b, alpha)
     return name, (math.nan if name == "none" else float(intervals.p_value(a, b, alpha)))
-
 
 # a statistics function, not a pytest test; mypy knows no attributes of a function, pytest reads this one
 test_difference.__test__ = False  # type: ignore[attr-defined]
@@ -190,11 +222,12 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
-                ratio, low, high = (ratio_ci(server_runs[metric], base[metric], alpha=alpha) if len(base)
+                a, b, paired = cells.rounds(server_runs, base, metric)
+                ratio, low, high = (ratio_ci(a, b, alpha=alpha, paired=paired) if len(base)
                                     else (math.nan,) * 3)
                 parts = components(own[metric], cells.fork_keys(own))
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
-                           ratio_method=ratio_method(server_runs[metric], base[metric]), windows=parts["windows"],
+                           ratio_method=ratio_method(a, b, paired=paired), windows=parts["windows"],
                            between_cv=parts["between_cv"], within_cv=parts["within_cv"], flags=mine)
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
@@ -232,21 +265,21 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
         else:
             pairings = [(s, baseline) for s in servers if s != baseline and baseline in servers]
         for server, against in pairings:
-            a = group.loc[group["server"] == server, metric]
-            b = group.loc[group["server"] == against, metric]
-            ratio, low, high = ratio_ci(a, b, alpha=alpha)
-            test, p = test_difference(a, b, alpha=alpha)
+            a, b, paired = cells.rounds(group[group["server"] == server], group[group["server"] == against], metric)
+            ratio, low, high = ratio_ci(a, b, alpha=alpha, paired=paired)
+            test, p = test_difference(a, b, alpha=alpha, paired=paired)
             significant = bool(intervals.significant(p, low, high, alpha))
-            n = min(len(cells.finite(a)), len(cells.finite(b)))
+            n = count(a, b, paired)
+            unit = "round" if paired else "repeat"
             change = _format_change(metric, ratio, low, high)
             if significant:
                 tail = f"significant ({test} {_format_p(p)})"
             elif test == "none":
-                tail = f"not distinguishable at {n} repeat{'s' if n != 1 else ''} (at least 2 each are needed)"
+                tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least 2 each are needed)"
             elif math.isnan(p):
-                tail = f"not distinguishable at {n} repeats (no repeat differed from the others)"
+                tail = f"not distinguishable at {n} {unit}s (no {unit} differed from the others)"
             else:
-                tail = f"not distinguishable at {n} repeats ({test} {_format_p(p)})"
+                tail = f"not distinguishable at {n} {unit}s ({test} {_format_p(p)})"
             better = None
             if significant:
                 better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
