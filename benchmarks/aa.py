@@ -17,7 +17,11 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
 3. the same splits with every window taken as an independent repeat (JMH's pooling of iterations), to show
    what the fork as the unit buys;
 4. the minimum detectable effect: the smallest change, one side's fork means times 1 + d, that the rule
-   calls significant in 80% of the splits (rps, and p99 with 1 + d as the slowdown).
+   calls significant in 80% of the splits (rps, and p99 with 1 + d as the slowdown);
+5. the same by round, as ``compare()`` judges forks that ran in rounds (benchlab.analysis.pairs): each split a
+   random k of the rounds, each round's two forks in a random order (under A/A either name is either fork).
+   Random splits of forks would pair forks of different rounds, which the rule never does. The interval is a
+   bootstrap over rounds.
 
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
@@ -35,7 +39,7 @@ import time
 import numpy as np
 
 import benchlab
-from benchlab.analysis import cells, intervals, stats
+from benchlab.analysis import cells, intervals, pairs, stats
 
 NAMES = ("spring-tomcat", "spring-tomcat+threads200")
 ALPHA = 0.05
@@ -62,22 +66,41 @@ def pooled_rate(values: np.ndarray, k: int, splits: int, rng) -> float:
     return float(np.mean(intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)))
 
 
-def bootstrap(values: np.ndarray, k: int, splits: int, rng, draws: int = 200) -> tuple[float, float]:
-    """The 95% interval of :func:`split_rate` over forks drawn with replacement."""
+def round_rate(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1.0) -> float:
+    """The share of ``splits`` random choices of k of ``rounds`` (rounds x 2 fork means, the two names), each
+    round's two forks in a random order, that the paired rule calls significant, side A multiplied by ``scale``."""
+    chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
+    flip = rng.random((splits, k)) < 0.5
+    a = np.where(flip, chosen[..., 0], chosen[..., 1]) * scale
+    b = np.where(flip, chosen[..., 1], chosen[..., 0])
+    low, high = pairs.ratio_interval(a, b, ALPHA)
+    return float(np.mean(intervals.significant(pairs.p_value(a, b, ALPHA), low, high, ALPHA)))
+
+
+def bootstrap(values: np.ndarray, k: int, splits: int, rng, rate=split_rate, draws: int = 200) -> tuple[float, float]:
+    """The 95% interval of ``rate`` (:func:`split_rate` or :func:`round_rate`) over forks or rounds drawn with
+    replacement."""
     rates = []
     for _ in range(draws):
         picked = values[rng.integers(0, len(values), len(values))]
-        rates.append(split_rate(picked, k, splits // 4, rng))
+        rates.append(rate(picked, k, splits // 4, rng))
     low, high = np.quantile(rates, [0.025, 0.975])
     return float(low), float(high)
 
 
-def detectable(values: np.ndarray, k: int, splits: int, rng) -> float:
+def detectable(values: np.ndarray, k: int, splits: int, rng, rate=split_rate) -> float:
     """The smallest d in 1%..200% with the rule calling a (1 + d) change significant in POWER of the splits."""
     for d in np.concatenate([np.arange(0.01, 0.30, 0.01), np.arange(0.30, 2.01, 0.05)]):
-        if split_rate(values, k, splits, rng, scale=1 + d) >= POWER:
+        if rate(values, k, splits, rng, scale=1 + d) >= POWER:
             return float(d)
     return math.inf
+
+
+def by_round(frame, metric: str) -> np.ndarray:
+    """rounds x 2: each round's fork means of ``metric`` for the two names, the rounds where both finished."""
+    forks = cells.forks(cells.ok(frame))
+    table = forks.pivot_table(index=["suite", "repeat"], columns="server", values=metric, aggfunc="mean")
+    return table.reindex(columns=list(NAMES)).dropna().to_numpy(dtype=float)
 
 
 def by_fork(frame, metric: str) -> np.ndarray:
@@ -128,6 +151,18 @@ def main() -> None:
             print(f"  {k} forks a side, {args.splits} splits: false positives {rate:.3f} [95% {low:.3f}, {high:.3f}]"
                   f" (goal <= {GOAL}: {verdict}); windows pooled as repeats {pooled:.3f}; "
                   f"detects {mde:+.0%} in {POWER:.0%} of splits")
+        paired = by_round(suite.runs, metric)
+        print(f"  by round, as compare() judges forks that ran in rounds: {len(paired)} rounds")
+        for k in sorted({3, 6, len(paired) // 2} - {0, 1, 2}):
+            if k > len(paired):
+                continue
+            rate = round_rate(paired, k, args.splits, rng)
+            low, high = bootstrap(paired, k, args.splits, rng, rate=round_rate)
+            mde = detectable(paired, k, args.splits, rng, rate=round_rate)
+            verdict = "met" if high <= GOAL else ("missed" if low > GOAL else "not decided")
+            print(f"  {k} rounds ({pairs.test_name(k, ALPHA)}), {args.splits} splits: false positives {rate:.3f} "
+                  f"[95% {low:.3f}, {high:.3f}] (goal <= {GOAL}: {verdict}); detects {mde:+.0%} in {POWER:.0%} "
+                  "of splits")
         print()
 
 
