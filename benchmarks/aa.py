@@ -18,8 +18,8 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
    what the fork as the unit buys;
 4. the minimum detectable effect: the smallest change, one side's fork means times 1 + d, that the rule
    calls significant in 80% of the splits (rps, and p99 with 1 + d as the slowdown);
-5. the same by round, as ``compare()`` judges forks that ran in rounds (benchlab.analysis.pairs): each split a
-   random k of the rounds, each round's two forks in a random order (under A/A either name is either fork).
+5. the same by round, as ``compare()`` judges forks that ran in rounds (benchlab.analysis.pairs, from 6 rounds):
+   each split a random k of the rounds, each round's two forks in a random order (under A/A either name is either fork).
    Random splits of forks would pair forks of different rounds, which the rule never does. The interval is a
    bootstrap over rounds.
 
@@ -153,8 +153,8 @@ def main() -> None:
                   f"detects {mde:+.0%} in {POWER:.0%} of splits")
         paired = by_round(suite.runs, metric)
         print(f"  by round, as compare() judges forks that ran in rounds: {len(paired)} rounds")
-        for k in sorted({3, 6, len(paired) // 2} - {0, 1, 2}):
-            if k > len(paired):
+        for k in sorted({pairs.reach(ALPHA), len(paired) // 2}):  # compare() judges fewer rounds apart
+            if k > len(paired) or k < pairs.reach(ALPHA):
                 continue
             rate = round_rate(paired, k, args.splits, rng)
             low, high = bootstrap(paired, k, args.splits, rng, rate=round_rate)

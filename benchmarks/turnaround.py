@@ -13,10 +13,12 @@ forks each of ``--windows`` windows (warm-up auto), once, their windows ordered 
 (``windows``, the default: each round's forks kept running and their windows taken in turn; ``forks``: each
 fork's windows back to back). From those same forks, side by side, two designs: one window per fork (each
 fork's first window: what ``iterations=1`` measures), and the windows a fork that ``iterations="auto"`` chooses
-from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each, the forks needed until
-every rps ratio to the baseline is within +/-5% (its fork means' log variance per server, Welch's t) and so the
-wall time, each fork costing its start and warm-up plus its windows as measured. The ratio of the two times
-has a 95% interval from a bootstrap over each server's forks. Goal: at most 0.5.
+from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each, the rounds needed until
+every rps ratio to the baseline is within +/-5%, judged as ``compare()`` judges forks that ran in rounds: a t
+interval on the rounds' log ratios (:mod:`benchlab.analysis.pairs`), from their variance over the rounds. So
+the wall time, each fork costing its start and warm-up plus its windows as measured. The ratio of the two
+times has a 95% interval from a bootstrap over rounds. Goal: at most 0.5. The same forks judged apart (each
+server's forks apart from the others', as ``compare()`` judged before it paired rounds) are printed after it.
 
     python3 benchmarks/turnaround.py [--pairs 6] [--core 0] [--repeats 2] [--duration 20] [--warmup 10]
     python3 benchmarks/turnaround.py --startup-only
@@ -154,39 +156,75 @@ def model_from(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> 
     return precision.saving(b2, w2, fork_s, window_s, m), ratios[best], best + 1, b2 / (b2 + w2)
 
 
+def block_variance(rounds: dict, baseline: str, m: int, keys: list) -> float:
+    """The worst server's variance over rounds of the log of its fork's mean of m windows over the baseline's fork
+    of the same round. Each fork's windows are cut into disjoint blocks of m (one window a fork: each window
+    alone) and the variances averaged over the blocks: a window's place in its fork does not matter here
+    (:func:`positions`), and every block is a fork of m windows."""
+    base, worst = rounds[baseline], 0.0
+    for server, forks in rounds.items():
+        if server == baseline:
+            continue
+        blocks = min(min(len(forks[k]), len(base[k])) for k in keys) // m
+        worst = max(worst, statistics.fmean(
+            statistics.variance([math.log(statistics.fmean(forks[k][j * m:(j + 1) * m])
+                                          / statistics.fmean(base[k][j * m:(j + 1) * m])) for k in keys])
+            for j in range(blocks)))
+    return worst
+
+
 def rounds_needed(rounds: dict, baseline: str, m: int, picks: list | None = None) -> int:
-    """The fewest rounds with every ratio within +/-5%, judged pair by pair: per round, the log of one server's
-    fork mean (its first ``m`` windows) over the baseline's fork of the same round."""
+    """The fewest rounds with every ratio within +/-5%, judged pair by pair as compare() judges forks that ran in
+    rounds (benchlab.analysis.pairs: a t interval on the rounds' log ratios), from :func:`block_variance`."""
     keys = sorted(rounds[baseline]) if picks is None else picks
-    base = rounds[baseline]
-    worst = max(statistics.variance([math.log(statistics.fmean(forks[k][:m]) / statistics.fmean(base[k][:m]))
-                                     for k in keys])
-                for server, forks in rounds.items() if server != baseline)
-    return fewest(worst, sides=1)
+    return fewest(block_variance(rounds, baseline, m, keys), sides=1)
 
 
-def paired(rounds: dict, baseline: str, fork_s: float, window_s: float, windows: int, unpaired_one: float,
-           rng) -> None:
-    """The same forks judged as the rounds they ran in: a round's forks ran side by side, so what the machine
-    did to that round it did to all of its servers, and a ratio taken round by round leaves it out."""
+def by_round(rounds: dict, baseline: str, fork_s: float, window_s: float, windows: int, chosen: int, rng) -> None:
+    """The time to a verdict as compare() judges it: a round's forks ran side by side, so what the machine did to
+    that round it did to all of its servers, and a ratio taken round by round leaves it out. Each number of
+    windows a fork against one window a fork, with a bootstrap over rounds; the design's choice is the goal's."""
     keys = sorted(set.intersection(*(set(r) for r in rounds.values())))
 
     def hours(m, picks=keys):
         return rounds_needed(rounds, baseline, m, picks) * len(rounds) * (fork_s + m * window_s) / 3600
 
     one = hours(1)
-    print(f"judged round by round (each ratio paired with the baseline's fork of the same round; {len(keys)} rounds):")
-    print(f"  1 window a fork: {rounds_needed(rounds, baseline, 1, keys)} rounds, {one:.1f} h; over one window a fork "
-          f"judged apart (iterations=1 today) {one * 3600 / unpaired_one:.3f}")
-    for m in sorted({*range(2, windows + 1, 2), windows}):
+    print(f"judged by round, as compare() judges (each ratio paired with the baseline's fork of the same round; "
+          f"{len(keys)} rounds):")
+    print(f"  1 window a fork: {rounds_needed(rounds, baseline, 1, keys)} rounds, {one:.1f} h")
+    for m in sorted({*range(2, windows + 1, 2), chosen, windows}):
         draws = []
         for _ in range(1000):
             picks = rng.choice(keys, len(keys)).tolist()
             draws.append(hours(m, picks) / hours(1, picks))
         low, high = np.quantile(draws, [0.025, 0.975])
         print(f"  {m} windows a fork: {rounds_needed(rounds, baseline, m, keys)} rounds, {hours(m):.1f} h; over one "
-              f"window a fork paired {hours(m) / one:.3f} [95% {low:.3f}, {high:.3f}]; over one window a fork judged "
-              f"apart {hours(m) * 3600 / unpaired_one:.3f}")
+              f"window a fork {hours(m) / one:.3f} [95% {low:.3f}, {high:.3f}]")
+        if m == chosen:
+            verdict = "met" if high <= 0.5 else ("missed" if low > 0.5 else "not decided")
+            mine = (hours(m) / one, low, high, verdict)
+    print(f"chosen design ({chosen} windows) / one window a fork, both judged by round: {mine[0]:.3f} "
+          f"[95% {mine[1]:.3f}, {mine[2]:.3f}]   goal <= 0.5: {mine[3]}")
+
+
+def model_by_round(rounds: dict, fork_s: float, window_s: float, m: int, rng) -> None:
+    """Kalibera and Jones' model with the forks' spread beyond their round (precision.interaction) as the
+    between-fork noise: what judging by round leaves. A bootstrap over rounds for its interval."""
+    keys = sorted(set.intersection(*(set(r) for r in rounds.values())))
+
+    def model(picks):
+        w2 = precision.noise([[rounds[s][k] for k in picks] for s in rounds])[1]
+        b2, _ = precision.interaction({s: {i: [math.log(v) for v in rounds[s][k]] for i, k in enumerate(picks)}
+                                       for s in rounds}, w2)
+        return (b2, w2, *model_from(b2, w2, fork_s, window_s, m))
+
+    b2, w2, at_m, best, best_m, floor = model(keys)
+    draws = [model(rng.choice(keys, len(keys)).tolist()) for _ in range(300)]
+    (lo_m, hi_m), (lo_b, hi_b) = (np.quantile([d[i] for d in draws], [0.025, 0.975]) for i in (2, 3))
+    print(f"Kalibera and Jones' model judged by round, from forks {math.sqrt(b2):.1%} apart beyond their round and a "
+          f"fork's windows {math.sqrt(w2):.1%}: {m} windows a fork {at_m:.3f} [95% {lo_m:.3f}, {hi_m:.3f}]; the "
+          f"best, {best_m} windows: {best:.3f} [{lo_b:.3f}, {hi_b:.3f}]; windows that cost nothing: {floor:.3f}")
 
 
 def positions(windows: dict) -> list[tuple[float, float]]:
@@ -223,27 +261,28 @@ def verdict_time(args) -> None:
     print(f"iterations=auto would choose: {chosen['why']}"
           + (f"; {m} measured, so {m} are used" if m < chosen["iterations"] else ""))
 
+    rng = np.random.default_rng(20261201)
+    by_round(rounds, names[0], fork_s, window_s, args.windows, m, rng)
+    model_by_round(rounds, fork_s, window_s, m, rng)
+    print()
+
+    # compare() judged each server's forks apart from the others' before it paired rounds: the same forks so
+    # judged, for the record, with the model of that judgement (forks' whole spread as the between noise).
     def times(picks=None) -> tuple[float, float, int, int]:
         k1 = forks_needed(log_variances(windows, 1, picks), names[0])
         km = forks_needed(log_variances(windows, m, picks), names[0])
         return (k1 * len(names) * (fork_s + window_s), km * len(names) * (fork_s + m * window_s), k1, km)
 
     one, auto, k1, km = times()
-    rng = np.random.default_rng(20261201)
     ratios = []
     for _ in range(500):
         picks = {s: rng.integers(0, len(f), len(f)).tolist() for s, f in windows.items()}
         a, b, _, _ = times(picks)
         ratios.append(b / a)
     low, high = np.quantile(ratios, [0.025, 0.975])
-    print(f"to +/-{PRECISION:.0%} on every rps ratio: one window a fork needs {k1} forks a server, "
-          f"{one / 3600:.1f} h; {m} windows a fork need {km} forks, {auto / 3600:.1f} h")
-    verdict = "met" if high <= 0.5 else ("missed" if low > 0.5 else "not decided")
-    print(f"chosen design / one window a fork: {auto / one:.3f} [95% {low:.3f}, {high:.3f}]   goal <= 0.5: {verdict}")
-
-    # The same question asked of the model rather than of these forks' sample variances: what m windows,
-    # and the best number of windows, would save, given the two noises and the two costs. Its interval is a
-    # bootstrap over each server's forks too; the floor is what windows could save if they cost nothing.
+    print(f"judged apart (each server's forks apart from the others', as compare() judged before it paired rounds), "
+          f"to +/-{PRECISION:.0%}: one window a fork needs {k1} forks a server, {one / 3600:.1f} h; {m} windows a "
+          f"fork need {km} forks, {auto / 3600:.1f} h; {auto / one:.3f} [95% {low:.3f}, {high:.3f}]")
     b2, w2 = precision.noise(windows.values())
     at_m, best, best_m, floor = model_from(b2, w2, fork_s, window_s, m)
     draws = []
@@ -252,16 +291,12 @@ def verdict_time(args) -> None:
         draws.append(model_from(*precision.noise([f[i] for i in picks[s]] for s, f in windows.items()),
                                 fork_s, window_s, m))
     (lo_m, hi_m), (lo_b, hi_b), (lo_f, hi_f) = (np.quantile([d[i] for d in draws], [0.025, 0.975]) for i in (0, 1, 3))
-    print(f"Kalibera and Jones' model, from forks {math.sqrt(b2):.1%} apart and a fork's windows {math.sqrt(w2):.1%} "
-          f"({sum(len(f) for f in windows.values())} forks, {len(names)} servers), a fork {fork_s:.0f} s and a "
-          f"window {window_s:.1f} s:")
-    print(f"  {m} windows a fork: {at_m:.3f} [95% {lo_m:.3f}, {hi_m:.3f}]; the best, {best_m} windows: {best:.3f} "
-          f"[{lo_b:.3f}, {hi_b:.3f}]; windows that cost nothing: {floor:.3f} [{lo_f:.3f}, {hi_f:.3f}]")
-    reach = "met" if hi_b <= 0.5 else ("out of reach here" if lo_b > 0.5 else "not decided")
-    print(f"  goal <= 0.5 at the best number of windows: {reach}")
+    print(f"  Kalibera and Jones' model judged apart, from forks {math.sqrt(b2):.1%} apart and a fork's windows "
+          f"{math.sqrt(w2):.1%} ({sum(len(f) for f in windows.values())} forks): {m} windows a fork {at_m:.3f} "
+          f"[95% {lo_m:.3f}, {hi_m:.3f}]; the best, {best_m} windows: {best:.3f} [{lo_b:.3f}, {hi_b:.3f}]; "
+          f"windows that cost nothing: {floor:.3f} [{lo_f:.3f}, {hi_f:.3f}]")
     print("a window's log distance from its fork's mean, by its place in the fork (mean, rms): "
           + "; ".join(f"{i + 1}: {mean:+.1%} {rms:.1%}" for i, (mean, rms) in enumerate(positions(windows))))
-    paired(rounds, names[0], fork_s, window_s, args.windows, one, rng)
 
 
 def main() -> None:

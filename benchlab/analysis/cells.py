@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import CELL
+from . import pairs
 
 #: What else, beside the load, makes two runs measure different things.
 SETUP = ("backend", "duration", "warmup", "timeout", "memory", "jvm_opts", "java", "cds", "server_cpus",
@@ -129,18 +130,13 @@ def forks(runs: pd.DataFrame) -> pd.DataFrame:
 
 # --- rounds: one fork of every server, run one after another -----------------------------------------------
 
-#: The fewest rounds in common that are judged paired. A paired t on 2 rounds has 1 degree of freedom and rests
-#: on normal log ratios: with bimodal forks it called 6.1% of A/A pairs significant in the simulation; judged
-#: apart, 2 forks a side are valid, if weak, whatever the rounds share.
-PAIRED_FROM = 3
-
-
-def rounds(forks: pd.DataFrame, baseline: pd.DataFrame, metric: str):
+def rounds(forks: pd.DataFrame, baseline: pd.DataFrame, metric: str, *, alpha: float = 0.05):
     """``(values, baseline values, paired)``: two servers' fork rows of one cell (:func:`forks`), paired by
-    round where they have :data:`PAIRED_FROM` rounds in common: forks with the same ``suite`` and ``repeat`` were
-    run one after another and share that round's machine. A fork whose round the other server has no fork in is
-    left out. Forks with fewer rounds in common, a round key missing, or two forks of one side in a round, are
-    judged apart (``paired`` False, every fork kept)."""
+    round where they have rounds enough in common for the signed-rank test to reach ``alpha``
+    (:func:`.pairs.reach`: 6 at 0.05). Forks with the same ``suite`` and ``repeat`` were run one after another
+    and share that round's machine. A fork whose round the other server has no fork in is left out. Forks with
+    fewer rounds in common, a round key missing, or two forks of one side in a round, are judged apart
+    (``paired`` False, every fork kept)."""
     apart = (forks[metric], baseline[metric], False)
     if not {"suite", "repeat"} <= set(forks.columns) & set(baseline.columns):
         return apart
@@ -151,7 +147,7 @@ def rounds(forks: pd.DataFrame, baseline: pd.DataFrame, metric: str):
             return apart
         keyed.append(dict(zip(keys, side[metric])))
     shared = [k for k in keyed[0] if k in keyed[1]]
-    if len(shared) < PAIRED_FROM:
+    if len(shared) < pairs.reach(alpha):
         return apart
     return (pd.Series([keyed[0][k] for k in shared], dtype=float), pd.Series([keyed[1][k] for k in shared],
                                                                              dtype=float), True)

@@ -203,7 +203,7 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", prot
 
 
 def _pair(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, alpha: float) -> dict:  # paired by round if they can
-    a, b, paired = cells.rounds(mine, theirs, metric)
+    a, b, paired = cells.rounds(mine, theirs, metric, alpha=alpha)
     ratio, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
     test, p = stats.test_difference(a, b, alpha=alpha, paired=paired)
     return {"ratio": ratio, "low": low, "high": high, "test": test, "p": p, "n": stats.count(a, b, paired),

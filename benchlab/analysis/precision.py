@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..schema import AUTO
@@ -58,7 +59,7 @@ def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
                 low, high, _ = stats.mean_ci(base["rps"], alpha=alpha)
                 centre = float(base["rps"].mean()) if len(base) else math.nan
             else:
-                a, b, paired = cells.rounds(forks, base, "rps")
+                a, b, paired = cells.rounds(forks, base, "rps", alpha=alpha)
                 centre, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
             if any(math.isnan(v) for v in (centre, low, high)) or centre <= 0:
                 return math.inf
@@ -119,6 +120,56 @@ def noise(servers) -> tuple[float, float]:
     return (sum(between) / len(between) if between else math.nan, sum(within) / len(within) if within else math.nan)
 
 
+def beyond_round(records, w2: float) -> float:
+    """The variance of a fork's own effect on the rps logs beyond what its round (one ``suite`` and ``repeat``)
+    shares with the other servers' forks: what a ratio judged by round (:func:`benchlab.analysis.cells.rounds`)
+    carries of the forks. Two-way analysis of variance of the fork means by server and round, per cell over the
+    rounds every server has a fork in: the interaction's mean square, (S-1)(R-1) degrees of freedom, less the
+    window noise ``w2`` over the forks' windows, 0 when negative; pooled over cells by degrees of freedom. NaN
+    where no cell has 2 servers in 2 rounds.
+
+    >>> from benchlab.store.results import Run
+    >>> recs = [Run(id=f"{s}{r}", params={"server": s, "repeat": r, "fork": f"{s}{r}"}, metrics={"rps": v},
+    ...             metadata={}, suite="x") for r, k in ((1, 1.0), (2, 1.3), (3, 0.8))
+    ...         for s, v in (("a", 100 * k), ("b", 150 * k * (1.02 if r == 2 else 1.0)))]
+    >>> round(math.sqrt(beyond_round(recs, 0.0)), 4)  # b's round-2 fork 2% off its round: log 1.02 / sqrt 6
+    0.0081
+    """
+    forks: dict[str, dict] = {}
+    for record in records:
+        rps = record.metrics.get("rps")
+        if record.status != "ok" or not isinstance(rps, (int, float)) or not rps > 0:
+            continue
+        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
+        fork = forks.setdefault(cells.fork_key(record.params.get("fork"), record.id, record.started_at), {
+            "cell": json.dumps(params, sort_keys=True, default=str), "server": record.params["server"],
+            "round": (record.suite, record.params.get("repeat")), "logs": []})
+        fork["logs"].append(math.log(rps))
+    by_cell: dict[str, dict] = {}
+    for fork in forks.values():
+        if fork["round"][0] is not None and fork["round"][1] is not None:
+            by_cell.setdefault(fork["cell"], {}).setdefault(fork["server"], {})[fork["round"]] = fork["logs"]
+    found = [(v, df) for v, df in (interaction(servers, w2) for servers in by_cell.values()) if df]
+    weight = sum(df for _, df in found)
+    return sum(v * df for v, df in found) / weight if weight else math.nan
+
+
+def interaction(servers: dict, w2: float) -> tuple[float, int]:
+    """(variance, degrees of freedom) of the forks' own effects in one cell, ``servers`` as ``{server: {round:
+    [log rps of each window]}}``: the server-by-round interaction of the fork means over the rounds every server
+    has a fork in, less the window noise ``w2`` it carries, 0 when negative; (NaN, 0) below 2 servers or 2
+    rounds."""
+    common = sorted(set.intersection(*(set(r) for r in servers.values())), key=str) if servers else []
+    size, count = len(servers), len(common)
+    if size < 2 or count < 2:
+        return math.nan, 0
+    y = np.array([[sum(servers[s][r]) / len(servers[s][r]) for r in common] for s in servers])
+    m = np.array([[len(servers[s][r]) for r in common] for s in servers], dtype=float)
+    rest = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    df = (size - 1) * (count - 1)
+    return max(0.0, float((rest ** 2).sum()) / df - (w2 if w2 == w2 else 0.0) * float((1 / m).mean())), df
+
+
 def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> float:
     """Kalibera and Jones' time to one precision with ``m`` windows a fork over the time with one: the grand
     mean's variance a fork, b2 + w2/m, times a fork's cost, fork + m x window, against m = 1 (b2 and w2 the
@@ -138,14 +189,20 @@ def design(records, *, interleave: str = "forks") -> dict:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
     :data:`MAX_WINDOWS` of ``interleave``. The spreads are the rps components of every server's cell
-    (stats.components), pooled as mean variances; the costs come from :func:`costs`. Returns the choice with
-    what it was made from."""
+    (stats.components), pooled as mean variances; where the forks ran in rounds, which the ratios are then
+    judged by, between is the forks' spread beyond their round (:func:`beyond_round`). The costs come from
+    :func:`costs`. Returns the choice with what it was made from."""
     fork_s, window_s = costs(records)
     b2, w2 = noise(list(forks.values()) for servers in _windows(records).values() for forks in servers.values())
     out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan}
     if math.isnan(b2) or math.isnan(w2):
         return {**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
                 "apart: the pilot's windows a fork are kept"}
+    own = beyond_round(records, w2)  # judged by round, what the round shares leaves every ratio
+    apart = f"forks differ by {math.sqrt(b2):.1%}"
+    if own == own:
+        apart = f"forks differ by {math.sqrt(own):.1%} beyond their round ({math.sqrt(b2):.1%} with it)"
+        b2 = own
     out.update(between_cv=math.sqrt(b2), within_cv=math.sqrt(w2))
     raw = math.inf if b2 == 0 else math.sqrt(fork_s / window_s * w2 / b2)
     most = MAX_WINDOWS[interleave]
@@ -153,7 +210,7 @@ def design(records, *, interleave: str = "forks") -> dict:
     saved = saving(b2, w2, fork_s, window_s, chosen)
     return {**out, "iterations": chosen, "saving": saved, "why": (
         f"{chosen} window{'s' if chosen != 1 else ''} a fork: a fork costs {fork_s:.0f} s before its first "
-        f"window (start, verify, warm-up) and a window {window_s:.0f} s; forks differ by {math.sqrt(b2):.1%} "
+        f"window (start, verify, warm-up) and a window {window_s:.0f} s; {apart} "
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
         f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{most}; "
         f"by their model one precision takes {saved:.2f}x the time of one window a fork")}

@@ -13,8 +13,8 @@ for each method and the simulation that checks them are in ``docs/statistics.md`
   judged *paired*: the rounds' log ratios share the machine's state of their round, which on this machine
   moved a round's forks together by as much as 20%. The ratio's interval is then the paired Cox interval
   (paired Fieller's where a value is 0), ``ratio_method`` "cox paired", and the test Wilcoxon's signed rank
-  (exact over every sign flip) or paired t below 6 rounds; a fork whose round has no fork of the other
-  server is left out. Forks that share fewer than 3 rounds are judged apart, as below.
+  (exact over every sign flip); a fork whose round has no fork of the other server is left out. Forks that
+  share fewer rounds than the sign flips need to reach ``alpha`` (6 at 0.05) are judged apart, as below.
 - A difference is *significant* when a test rejects equality at ``alpha`` **and** the ratio's interval
   excludes 1. The test is Mann-Whitney U with an exact p (all splits of the repeats, ties included; a
   seeded Monte Carlo over 10 000 splits beyond 20 000; its normal approximation from 50 repeats a side
@@ -123,7 +123,7 @@ def test_difference(values, baseline, *, alpha: float = 0.05, paired: bool = Fal
     """(test name, two-sided p): Mann-Whitney U with an exact (permutation) p when these sizes let it reach
     ``alpha``, from its normal approximation ("Mann-Whitney normal") with 50 or more repeats a side and no
     tie, else Welch's t; ``("none", nan)`` below 2 values a side. ``paired`` (pairs of one round): Wilcoxon's
-    signed rank with an exact sign-flip p from 6 pairs, else paired t.
+    signed rank with an exact sign-flip p from 6 pairs (at ``alpha`` 0.05), ``("none", nan)`` below.
 
     >>> name, p = test_difference([1, 1, 1, 2], [2, 2, 3, 3]); name, round(p, 3)  # 6 of 70 splits
     ('Mann-Whitney', 0.086)
@@ -222,7 +222,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
                 row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
-                a, b, paired = cells.rounds(server_runs, base, metric)
+                a, b, paired = cells.rounds(server_runs, base, metric, alpha=alpha)
                 ratio, low, high = (ratio_ci(a, b, alpha=alpha, paired=paired) if len(base)
                                     else (math.nan,) * 3)
                 parts = components(own[metric], cells.fork_keys(own))
@@ -252,7 +252,8 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
     A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
     at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example,
     ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%], significant (Mann-Whitney p=0.008)"`` or
-    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``.
+    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``; forks that ran in rounds are judged by round
+    (:func:`.cells.rounds`), ``"... not distinguishable at 6 rounds (Wilcoxon signed-rank p=0.31)"``.
     """
     baseline = pick_baseline(runs, baseline)
     rows = []
@@ -265,7 +266,8 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
         else:
             pairings = [(s, baseline) for s in servers if s != baseline and baseline in servers]
         for server, against in pairings:
-            a, b, paired = cells.rounds(group[group["server"] == server], group[group["server"] == against], metric)
+            a, b, paired = cells.rounds(group[group["server"] == server], group[group["server"] == against], metric,
+                                      alpha=alpha)
             ratio, low, high = ratio_ci(a, b, alpha=alpha, paired=paired)
             test, p = test_difference(a, b, alpha=alpha, paired=paired)
             significant = bool(intervals.significant(p, low, high, alpha))
