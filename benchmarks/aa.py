@@ -19,9 +19,9 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
 4. the minimum detectable effect: the smallest change, one side's fork means times 1 + d, that the rule
    calls significant in 80% of the splits (rps, and p99 with 1 + d as the slowdown);
 5. the same by round, as ``compare()`` judges forks that ran in rounds (benchlab.analysis.pairs, from 6 rounds):
-   each split a random k of the rounds, each round's two forks in a random order (under A/A either name is either fork).
-   Random splits of forks would pair forks of different rounds, which the rule never does. The interval is a
-   bootstrap over rounds.
+   each split a random k of the rounds, each round's two forks in a random order, with a bootstrap over rounds
+   for the interval; and with the names in their places in the round, for a fork's place (no interval: see
+   :func:`round_rate`). Random splits of forks would pair forks of different rounds, which the rule never does.
 
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
@@ -66,13 +66,18 @@ def pooled_rate(values: np.ndarray, k: int, splits: int, rng) -> float:
     return float(np.mean(intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)))
 
 
-def round_rate(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1.0) -> float:
-    """The share of ``splits`` random choices of k of ``rounds`` (rounds x 2 fork means, the two names), each
-    round's two forks in a random order, that the paired rule calls significant, side A multiplied by ``scale``."""
+def round_rate(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1.0, places: bool = False) -> float:
+    """The share of ``splits`` random choices of k of ``rounds`` (rounds x 2 fork means, the two names) that the
+    paired rule calls significant, side A multiplied by ``scale``. Each round's two forks in a random order (under
+    A/A either name is either fork): every round's log ratio is then symmetric, the sign flips' own assumption,
+    so this measures the rule on the real shape and spread of the rounds' log ratios, and a bootstrap over rounds
+    stays an A/A. ``places``: the names in their places in the round (the first always started first), which
+    would show a fork's place if it mattered; a bootstrap of it would not be an A/A (a resample's rounds need
+    not centre on 0), so it has no interval."""
     chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
-    flip = rng.random((splits, k)) < 0.5
-    a = np.where(flip, chosen[..., 0], chosen[..., 1]) * scale
-    b = np.where(flip, chosen[..., 1], chosen[..., 0])
+    flip = np.zeros((splits, k), dtype=bool) if places else rng.random((splits, k)) < 0.5
+    a = np.where(flip, chosen[..., 1], chosen[..., 0]) * scale
+    b = np.where(flip, chosen[..., 0], chosen[..., 1])
     low, high = pairs.ratio_interval(a, b, ALPHA)
     return float(np.mean(intervals.significant(pairs.p_value(a, b, ALPHA), low, high, ALPHA)))
 
@@ -159,10 +164,11 @@ def main() -> None:
             rate = round_rate(paired, k, args.splits, rng)
             low, high = bootstrap(paired, k, args.splits, rng, rate=round_rate)
             mde = detectable(paired, k, args.splits, rng, rate=round_rate)
+            placed = round_rate(paired, k, args.splits, rng, places=True)
             verdict = "met" if high <= GOAL else ("missed" if low > GOAL else "not decided")
             print(f"  {k} rounds ({pairs.test_name(k, ALPHA)}), {args.splits} splits: false positives {rate:.3f} "
-                  f"[95% {low:.3f}, {high:.3f}] (goal <= {GOAL}: {verdict}); detects {mde:+.0%} in {POWER:.0%} "
-                  "of splits")
+                  f"[95% {low:.3f}, {high:.3f}] (goal <= {GOAL}: {verdict}); names in their places {placed:.3f}; "
+                  f"detects {mde:+.0%} in {POWER:.0%} of splits")
         print()
 
 
