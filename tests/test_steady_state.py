@@ -240,3 +240,19 @@ def test_repeats_auto_adds_rounds_until_the_ratio_is_precise(tmp_path, asked, re
             assert precision.widest(earlier, "a") > asked, "it stopped at the first round that was precise"
     else:
         assert (rounds == 4).all() and suite.precision["widest"] > asked, "it went on to max_repeats, and says so"
+
+
+@pytest.mark.integration
+def test_a_compare_of_six_rounds_is_judged_by_round(tmp_path):
+    # A real compare (real processes, real wrk) of 6 rounds: each ratio paired with the baseline's fork of the
+    # same round, Wilcoxon's signed rank; the same runs' first 5 rounds are judged apart (too few to pair).
+    suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats=6, duration="1s",
+                             warmup=0, results_dir=tmp_path, progress=False)
+    verdict = suite.verdicts().iloc[0]
+    assert verdict["test"] == "Wilcoxon signed-rank"
+    assert verdict["significant"] or "not distinguishable at 6 rounds" in verdict["verdict"], verdict["verdict"]
+    summary = suite.summary(["rps"]).set_index("server")
+    assert summary.loc["b", "ratio_method"] == "cox paired" and summary.loc["b", "n"] == 6
+    five = benchlab.Suite([r for r in suite.records if r.params["repeat"] <= 5])
+    assert five.verdicts().iloc[0]["test"] == "Mann-Whitney"
+    assert five.summary(["rps"]).set_index("server").loc["b", "ratio_method"] == "cox"
