@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import benchlab
-from benchlab.analysis import precision
+from benchlab.analysis import pairs, precision
 from benchlab.running import backends, jars, process, servers
 
 
@@ -255,7 +255,7 @@ def verdict_time(args) -> None:
         rounds.setdefault(mine[0].params["server"], {})[mine[0].params["repeat"]] = [r.metrics["rps"] for r in mine]
     windows = {server: list(forks.values()) for server, forks in rounds.items()}
     fork_s, window_s = precision.costs(ok)
-    chosen = precision.design(ok, interleave=args.interleave)
+    chosen = precision.design(ok, interleave=args.interleave, paired=args.repeats >= pairs.reach(0.05))
     m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
     print(f"measured: a fork costs {fork_s:.0f} s before its first window, a window {window_s:.1f} s")
     print(f"iterations=auto would choose: {chosen['why']}"

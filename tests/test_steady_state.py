@@ -256,3 +256,37 @@ def test_a_compare_of_six_rounds_is_judged_by_round(tmp_path):
     five = benchlab.Suite([r for r in suite.records if r.params["repeat"] <= 5])
     assert five.verdicts().iloc[0]["test"] == "Mann-Whitney"
     assert five.summary(["rps"]).set_index("server").loc["b", "ratio_method"] == "cox"
+
+
+def test_iterations_auto_judged_by_round_takes_the_forks_spread_beyond_their_round():
+    # Rounds 15% apart, shared by the servers, forks 2% apart beyond them, windows 10%: judged apart the forks
+    # look 15% apart and few windows pay; judged by round (6 rounds or more) only the 2% is left, so more do.
+    import datetime as dt
+
+    import numpy as np
+
+    from benchlab.analysis import precision
+    from benchlab.store.results import Run
+
+    rng = np.random.default_rng(21)
+    t0 = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
+    records = []
+    for r in range(1, 17):
+        shared = rng.normal(0, 0.15)
+        for server in ("a", "b", "c"):
+            own = rng.normal(0, 0.02)
+            for i in range(1, 4):
+                start = t0 + dt.timedelta(seconds=600 * r + 5 * i)
+                records.append(Run(id=f"{server}-{r}-{i}", suite="s",
+                                   params={"server": server, "repeat": r, "scenario": "hello",
+                                           "fork": f"{server}-{r}", "iteration": i},
+                                   metrics={"rps": 1000 * np.exp(shared + own + rng.normal(0, 0.10)),
+                                            **({"fork_s": 120.0} if i == 1 else {})},
+                                   metadata={}, started_at=start.isoformat(),
+                                   finished_at=(start + dt.timedelta(seconds=5)).isoformat()))
+    apart = precision.design(records, interleave="windows")
+    paired = precision.design(records, interleave="windows", paired=True)
+    assert apart["between_cv"] > 0.10 and paired["between_cv"] < 0.06, (apart, paired)
+    assert paired["iterations"] > apart["iterations"] and "beyond their round" in paired["why"]
+    assert precision.Rule(repeats=6, iterations="auto", precision=0.03, baseline="a").paired
+    assert not precision.Rule(repeats=5, iterations="auto", precision=0.03, baseline="a").paired

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..schema import AUTO
 from ..store.results import span
-from . import cells, stats
+from . import cells, pairs, stats
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -184,21 +184,22 @@ def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> floa
     return (b2 + w2 / m) * (fork_s + m * window_s) / ((b2 + w2) * (fork_s + window_s))
 
 
-def design(records, *, interleave: str = "forks") -> dict:
+def design(records, *, interleave: str = "forks", paired: bool = False) -> dict:
     """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
     :data:`MAX_WINDOWS` of ``interleave``. The spreads are the rps components of every server's cell
-    (stats.components), pooled as mean variances; where the forks ran in rounds, which the ratios are then
-    judged by, between is the forks' spread beyond their round (:func:`beyond_round`). The costs come from
-    :func:`costs`. Returns the choice with what it was made from."""
+    (stats.components), pooled as mean variances. ``paired``: the comparison will have rounds enough to judge
+    its ratios by round (:func:`.cells.rounds`), so between is the forks' spread beyond their round
+    (:func:`beyond_round`), where the forks ran in rounds. The costs come from :func:`costs`. Returns the choice
+    with what it was made from."""
     fork_s, window_s = costs(records)
     b2, w2 = noise(list(forks.values()) for servers in _windows(records).values() for forks in servers.values())
     out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan}
     if math.isnan(b2) or math.isnan(w2):
         return {**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
                 "apart: the pilot's windows a fork are kept"}
-    own = beyond_round(records, w2)  # judged by round, what the round shares leaves every ratio
+    own = beyond_round(records, w2) if paired else math.nan  # judged by round, the round's share leaves every ratio
     apart = f"forks differ by {math.sqrt(b2):.1%}"
     if own == own:
         apart = f"forks differ by {math.sqrt(own):.1%} beyond their round ({math.sqrt(b2):.1%} with it)"
@@ -233,6 +234,8 @@ class Rule:
         self.interleave = interleave
         self.iterations, self.precision, self.baseline = iterations, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
+        # the ratios will be judged by round (cells.rounds) if the comparison may run rounds enough for it
+        self.paired = repeats == AUTO or repeats >= pairs.reach(0.05)
 
     @property
     def first_windows(self) -> int:
@@ -248,13 +251,14 @@ class Rule:
         if not self.by_design:
             return self.iterations
         if repeat > 2 and self.chosen is None:
-            self.chosen = design(records, interleave=self.interleave)
+            self.chosen = design(records, interleave=self.interleave, paired=self.paired)
         return self.chosen["iterations"] if self.chosen else PILOT_WINDOWS
 
     def describe(self, suite, records) -> None:
         """Say on ``suite`` the design it ran with and the precision it reached, where the caller asked."""
         if self.by_design:
-            suite.design = self.chosen or {**design(records, interleave=self.interleave), "iterations": PILOT_WINDOWS,
+            suite.design = self.chosen or {**design(records, interleave=self.interleave, paired=self.paired),
+                                           "iterations": PILOT_WINDOWS,
                                            "why": f"{PILOT_WINDOWS} windows a fork: the pilot's, as the "
                                                   "comparison ended within its two rounds"}
         if self.by_precision:
