@@ -393,3 +393,13 @@ def test_the_permutation_p_is_scipys_exact_p_and_each_row_its_own():
     assert np.array_equal(streamed[:3], [intervals._mann_whitney_p(many_a[i:i + 1], many_b[i:i + 1])[0]
                                          for i in range(3)])
     assert ((streamed > 0) & (streamed <= 1)).all() and streamed.mean() < 0.5, "a shift of 0.3 sd, 60 a side"
+
+
+def test_a_round_pairing_left_short_by_a_missing_value_says_how_many_rounds_it_needs():
+    # 6 rounds in common, so judged by round; one round's p99 is missing, which leaves 5 pairs: no sign flip can
+    # reach 0.05, and the verdict says what it needs rather than "2 each".
+    rows = [{"server": s, "suite": "x", "repeat": r, "status": "ok", "scenario": "hello", "id": f"{s}{r}",
+             "p99": (math.nan if (s, r) == ("a", 3) else 0.010 * (1.1 if s == "a" else 1.0) * (1 + 0.01 * r))}
+            for r in range(1, 7) for s in ("a", "b")]
+    verdict = stats.verdicts(pd.DataFrame(rows), "p99", baseline="b").iloc[0]
+    assert verdict["test"] == "none" and "at 5 rounds (at least 6 rounds are needed)" in verdict["verdict"]

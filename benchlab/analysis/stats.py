@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..schema import LATENCY_COLUMNS
 from . import cells, intervals, pairs
+from .pairs import reach as rounds_needed
 
 #: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
 LOWER_IS_BETTER = set(LATENCY_COLUMNS)
@@ -277,7 +278,8 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             if significant:
                 tail = f"significant ({test} {_format_p(p)})"
             elif test == "none":
-                tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least 2 each are needed)"
+                least = f"{rounds_needed(alpha)} rounds" if paired else "2 each"  # `pairs` is an option here
+                tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least {least} are needed)"
             elif math.isnan(p):
                 tail = f"not distinguishable at {n} {unit}s (no {unit} differed from the others)"
             else:
