@@ -258,6 +258,26 @@ def test_a_compare_of_six_rounds_is_judged_by_round(tmp_path):
     assert five.summary(["rps"]).set_index("server").loc["b", "ratio_method"] == "cox"
 
 
+@pytest.mark.integration
+def test_iterations_auto_measures_a_pilot_then_the_design_it_chose(tmp_path):
+    # A real compare (real processes, real wrk, windows in turn) of 3 rounds with iterations="auto": the first
+    # two rounds measure the pilot's 3 windows a fork, the third what the design chose from their costs and
+    # spreads, and the suite says the design and why.
+    from benchlab.analysis import precision
+
+    suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats=3, iterations="auto",
+                             interleave="windows", duration="1s", warmup=0, results_dir=tmp_path, progress=False)
+    runs = suite.runs
+    assert (runs["status"] == "ok").all()
+    windows = runs.groupby(["repeat", "server"])["iteration"].max().unstack()
+    chosen = suite.design["iterations"]
+    assert (windows.loc[[1, 2]] == precision.PILOT_WINDOWS).all().all() and (windows.loc[3] == chosen).all()
+    assert 1 <= chosen <= precision.MAX_WINDOWS["windows"] and "Kalibera and Jones" in suite.design["why"]
+    assert suite.design["fork_s"] > 0 and 1.0 <= suite.design["window_s"] < 5, suite.design
+    pilot = [r for r in suite.records if r.params["repeat"] <= 2]
+    assert precision.design(pilot, interleave="windows")["iterations"] == chosen, "chosen from the pilot's rounds"
+
+
 def test_iterations_auto_judged_by_round_takes_the_forks_spread_beyond_their_round():
     # Rounds 15% apart, shared by the servers, forks 2% apart beyond them, windows 10%: judged apart the forks
     # look 15% apart and few windows pay; judged by round (6 rounds or more) only the 2% is left, so more do.
