@@ -198,6 +198,8 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     from benchlab.store.results import span
 
     assert max(span([r]) for r in suite.records) < 10
+    # and the suite's wall time runs from the first fork's start: both forks warmed before any window began
+    assert suite.wall_s >= span(suite.records) + firsts["spring-tomcat"].metrics["fork_s"], suite.wall_s
     summary = suite.summary(["rps"]).set_index("server")
     assert (summary["n"] == 1).all() and (summary["windows"] == 3).all()
     again = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",

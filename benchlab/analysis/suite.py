@@ -53,10 +53,10 @@ class Suite:
     @property
     def wall_s(self) -> float | None:
         """What the verdict cost: seconds from the first run's start to the last run's end
-        (:func:`benchlab.store.results.span`), warm-ups, starts and stops included."""
+        (:func:`benchlab.store.results.span` of the forks), warm-ups, starts and stops included."""
         from ..store.results import span
 
-        return span(self.records)
+        return span(self.records, forks=True)
 
     def __len__(self) -> int:
         return len(self.records)

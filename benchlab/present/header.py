@@ -93,7 +93,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     rows.append(("cores", _placement(ok)))
     rows.append(("warm-up", warmup_line(table).removeprefix("warm-up: ")))
     rows.append(("repeats", _repeats(table, ok)))
-    took = span(records)
+    took = span(records, forks=True)
     if took is not None:
         rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
     metadata: Mapping = next((r.metadata for r in records if r.status == "ok"), {})

@@ -202,7 +202,7 @@ class Fork:
         record = Run(id=run_id, params={**spec.params(self.repeat), "iteration": iteration, "fork": self.name},
                      metrics=measured, samples=tuple(samples), counters=tuple(counters),
                      metadata=_window_metadata(self.meta, self.backend, self.instance, self.warmed, on_cores,
-                                               first=iteration == 1),
+                                               first=iteration == 1, fork_started_at=self.started_at),
                      suite=self.suite, label=self.label, key=self.key or spec.cell_key(),
                      started_at=window_started, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
         save(record, run_dir)
@@ -267,8 +267,10 @@ def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
     return warmed
 
 
-def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict, *, first: bool) -> dict:
-    """One window's metadata: the fork's, the backend's and the instance's, and what shared its cores."""
+def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict, *, first: bool,
+                     fork_started_at: str) -> dict:
+    """One window's metadata: the fork's, the backend's and the instance's, and what shared its cores; the
+    fork's first window says when the fork started (its wall time: :func:`benchlab.store.results.span`)."""
     return {
         **meta,
         "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
@@ -277,6 +279,7 @@ def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict
         # the fork's warm-up; its curve is kept once, in the fork's first window
         "warmup": warmed if first else {k: v for k, v in warmed.items() if k != "slices"},
         "server_alive_after_load": True,
+        **({"fork_started_at": fork_started_at} if first else {}),
     }
 
 

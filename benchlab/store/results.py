@@ -182,24 +182,28 @@ class Run:
         )
 
 
-def span(records) -> float | None:
-    """Seconds from the first run's start to the last run's end: what the runs cost in wall time, warm-ups,
-    starts and stops included (None when no run says when it ran).
+def span(records, *, forks: bool = False) -> float | None:
+    """Seconds from the first run's start to the last run's end (None when no run says when it ran): a run's
+    ``started_at`` is its window's. ``forks``: from a fork's start too (its first window's
+    ``metadata["fork_started_at"]``), so the runs' wall time with every start and warm-up, also where a round's
+    forks warmed before any window began (``interleave="windows"``).
 
-    >>> span([Run(id="a", params={}, metrics={"rps": 1.0}, metadata={}, started_at="2026-12-01T10:00:00+00:00",
-    ...           finished_at="2026-12-01T10:02:30+00:00")])
-    150.0
+    >>> run = Run(id="a", params={}, metrics={"rps": 1.0}, metadata={"fork_started_at": "2026-12-01T09:58:00Z"},
+    ...           started_at="2026-12-01T10:00:00Z", finished_at="2026-12-01T10:02:30Z")
+    >>> span([run]), span([run], forks=True)
+    (150.0, 270.0)
     """
     import datetime as dt
 
-    def when(text):
+    def _when(text):  # an ISO time, or None
         try:
             return dt.datetime.fromisoformat(text) if isinstance(text, str) else None
         except ValueError:
             return None
 
-    starts = [t for t in (when(r.started_at) for r in records) if t is not None]
-    ends = [t for t in (when(r.finished_at) for r in records) if t is not None]
+    texts = [r.started_at for r in records] + [r.metadata.get("fork_started_at") for r in records if forks]
+    starts = [t for t in map(_when, texts) if t is not None]
+    ends = [t for t in (_when(r.finished_at) for r in records) if t is not None]
     if not starts or not ends:
         return None
     try:
