@@ -235,8 +235,7 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
             bar.finish(ran=False)
             yield done
         else:
-            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
-                             back_to_back=False))
+            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key()))
     if not todo:
         return
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")

@@ -97,7 +97,7 @@ def one_round(server_list: list[str], args, base: Path, r: int) -> list[dict]:
         spec = prepare(scenario="hello", connections=args.connections, duration=args.duration, warmup="auto",
                        **options)
         name = f"{server}-{arm}-r{r}"
-        forks.append(Fork(spec, _windows(base / name, name, measured), repeat=r + 1, back_to_back=False))
+        forks.append(Fork(spec, _windows(base / name, name, measured), repeat=r + 1))
     with rounds.together(forks) as outcomes:
         rounds.take(outcomes, args.windows)
         aged = {} if args.shortcut else _age([o.fork for o in outcomes if o.error is None], args.long)

@@ -87,14 +87,15 @@ MAX_WINDOWS = {"forks": 10, "windows": 8}
 def costs(records) -> tuple[float, float]:
     """(seconds a fork costs before its first window, seconds a window costs), from the finished runs: a
     window is a run that is not its fork's first (its start to its end); a fork is what its runs say it cost
-    (``fork_s``: start, verify, warm-up), else its first run's span less one window. Falls back on warmup_s
+    (``fork_s``: start, verify, warm-up), else its first run's span from its fork's start less one window.
+    Falls back on warmup_s
     and the measured time."""
     ok = [r for r in records if r.status == "ok"]
     later_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
     later = [s for s in later_spans if s is not None and s > 0]
     window = (sum(later) / len(later) if later else
               sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
-    first_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) == 1]
+    first_spans = [span([r], forks=True) for r in ok if (r.params.get("iteration") or 1) == 1]
     firsts = [float(r.metrics["fork_s"]) for r in ok
               if (r.params.get("iteration") or 1) == 1 and r.metrics.get("fork_s") is not None]
     if not firsts:

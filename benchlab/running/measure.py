@@ -139,9 +139,8 @@ class Fork:
     (:func:`fork`) or between other forks' windows (:mod:`benchlab.running.rounds`)."""
 
     def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
-                 key=None, on_phase=None, instance=None, waited: float = 0.0, back_to_back: bool = True):
+                 key=None, on_phase=None, instance=None, waited: float = 0.0):
         self.spec, self.windows = spec, [(Path(d), i) for d, i in windows]
-        self.back_to_back = back_to_back  # the first window follows the warm-up at once: its span includes both
         self.repeat, self.suite, self.label, self.key = repeat, suite, label, key
         self.phase = on_phase or (lambda name: None)
         self.instance, self.owned, self.waited = instance, instance is None, waited
@@ -183,7 +182,7 @@ class Fork:
         spec, iteration = self.spec, len(self.records) + 1
         run_dir, run_id = self.windows[iteration - 1]
         self.phase("measure" if len(self.windows) == 1 else f"measure {iteration}/{len(self.windows)}")
-        window_started = self.started_at if iteration == 1 and self.back_to_back else now()
+        window_started = now()  # the window's own; its fork's start is in its first window's metadata
         try:
             if not self.instance.alive():  # it may have died while other forks had the load
                 raise _died(spec, self.instance, self.log_path)

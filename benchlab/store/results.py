@@ -195,15 +195,15 @@ def span(records, *, forks: bool = False) -> float | None:
     """
     import datetime as dt
 
-    def _when(text):  # an ISO time, or None
+    def when(text):  # an ISO time, or None
         try:
             return dt.datetime.fromisoformat(text) if isinstance(text, str) else None
         except ValueError:
             return None
 
     texts = [r.started_at for r in records] + [r.metadata.get("fork_started_at") for r in records if forks]
-    starts = [t for t in map(_when, texts) if t is not None]
-    ends = [t for t in (_when(r.finished_at) for r in records) if t is not None]
+    starts = [t for t in map(when, texts) if t is not None]
+    ends = [t for t in (when(r.finished_at) for r in records) if t is not None]
     if not starts or not ends:
         return None
     try:
