@@ -11,8 +11,9 @@ from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageEr
 from .running import servers
 from .running.matrix import check_design, load_tag, matrix, run_name, suite_id
 from .running.measure import failed, fork, measure, new_run_id, now
+from .running.options import keywords
 from .running.pool import Pool
-from .running.spec import RunSpec, check_tools, keywords, prepare
+from .running.spec import RunSpec, check_tools, prepare
 from .schema import AUTO
 from .store import locks
 from .store.files import results_home, slug, under
@@ -24,7 +25,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
         pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None,
         cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-        load_in_container=False, load_docker_host=None, results_dir=None, label=None) -> Run:
+        load_in_container=False, load_docker_host=None, retakes=2, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -58,7 +59,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
                    load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
                    startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
                    base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host,
-                   tools=False)
+                   retakes=retakes, tools=False)
     base = results_home(results_dir)
     check_tools(spec)  # after every option and the results folder, so each mistake is named first
     run_id = slug(new_run_id(spec))
@@ -78,7 +79,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 def _unmake(run_dir: Path, made: list[Path]) -> None:
     """Remove a failed run's folder, and the parents made for it (deepest first) while they are empty: another
     process may have stored its own run there meanwhile."""
-    shutil.rmtree(run_dir, ignore_errors=True)
+    for folder in (run_dir, *_aside(run_dir)):
+        shutil.rmtree(folder, ignore_errors=True)
     for parent in made:
         try:
             parent.rmdir()
@@ -93,8 +95,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
             ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
             restart="each-run", baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
             java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
-            base_image=None, load_in_container=False, load_docker_host=None, factors=None, results_dir=None, label=None,
-            progress=True, on_run=None):
+            base_image=None, load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None,
+            label=None, progress=True, on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -152,7 +154,8 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
                    driver=driver, pipeline=pipeline, keepalive=keepalive, backend=backend, server_cpus=server_cpus,
                    load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
                    startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
-                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host)
+                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host,
+                   retakes=retakes)
     schedule = matrix(servers, scenarios, connections, max_repeats if repeats == AUTO else repeats, order=order,
                   seed=seed, load=load, users=users, loops=loops, rates=rates, options=options, factors=factors)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
@@ -259,9 +262,15 @@ def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
     if len(finished) == len(previous):
         return finished
     for run_dir, _ in windows:
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
+        for folder in (run_dir, *_aside(run_dir)):
+            if folder.exists():
+                shutil.rmtree(folder)
     return None
+
+
+def _aside(run_dir: Path) -> list[Path]:
+    """The disturbed windows a window's retakes kept beside it (``<run id>-retaken<k>``)."""
+    return sorted(run_dir.parent.glob(f"{run_dir.name}-retaken*")) if run_dir.parent.exists() else []
 
 
 def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite: str, label, pool: Pool,

@@ -1,6 +1,6 @@
 """The benchlab command: every subcommand and flag, parsed here and nowhere else.
 
-The flags of run and compare are generated from :data:`benchlab.running.spec.OPTIONS`. A BenchlabError prints as
+The flags of run and compare are generated from :data:`benchlab.running.options.OPTIONS`. A BenchlabError prints as
 one line without a traceback; the exit code says what happened (:data:`EXIT_OK` and the others below).
 """
 
@@ -36,11 +36,11 @@ _SCALARS: dict[str, Callable[[str], object]] = {"text": str, "int": int, "float"
 
 
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
-    """The command's flags, generated from :data:`benchlab.running.spec.OPTIONS`: the function's defaults apply."""
+    """The command's flags, generated from :data:`benchlab.running.options.OPTIONS`: the function's defaults apply."""
     import inspect
 
     from . import api
-    from .running.spec import options
+    from .running.options import options
 
     defaults = inspect.signature(getattr(api, where)).parameters
     for option in options(where):
@@ -62,7 +62,7 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
 
 def _given(args, where: str) -> dict:
     """The options given on the command line, as the Python function takes them."""
-    from .running.spec import options
+    from .running.options import options
 
     kinds = {o.name: o.kind for o in options(where)}
     given = {k: v for k, v in vars(args).items() if k in kinds}
@@ -96,7 +96,7 @@ def cmd_compare(args) -> int:
 
     suite = compare(**_given(args, "compare"))
     print_suite(suite)
-    failed = int((suite.runs["status"] != "ok").sum()) if len(suite.runs) else 0
+    failed = int((suite.runs["status"] == "failed").sum()) if len(suite.runs) else 0
     if failed:
         print(f"benchlab: {failed} of {len(suite.runs)} runs failed (see the flags); a second call with the same "
               "options runs only those again", file=sys.stderr)

@@ -110,7 +110,7 @@ def _each(value) -> list:
 
 
 def check_options(given: Mapping[str, Any]) -> None:
-    """The report parameters that are options of ``compare()``/``run()`` (:data:`benchlab.running.spec.OPTIONS`), each
+    """The report parameters that are options of ``compare()``/``run()`` (:data:`.running.options.OPTIONS`), each
     checked by that option's own rule before a kernel starts: ``repeats`` a whole number or "auto", the
     load's times and counts by :class:`~benchlab.running.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
     a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``run=False``)
@@ -125,11 +125,11 @@ def check_options(given: Mapping[str, Any]) -> None:
     if given.get("run") is False:
         return
     from . import cores
-    from .running import servers, spec
+    from .running import options, servers, spec
     from .running.load import Load, _positive_int, parse_duration
     from .running.matrix import check_repeats
 
-    choices = {o.name: o.choices for o in spec.OPTIONS if o.choices}
+    choices = {o.name: o.choices for o in options.OPTIONS if o.choices}
     for name, value in given.items():
         if name in choices:
             spec._choice(name, value, choices[name])

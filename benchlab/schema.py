@@ -44,6 +44,11 @@ RESOURCES = (
     # the JVM's own counters (benchlab.running.perfdata) over the measured window, and the warm-up's judgement
     "warmup_class", "jit_quiet_s", "jit_compile_s", "jit_share", "jit_cpu_share", "gc_count", "gc_share",
     "safepoint_share", "server_idle_s",
+    # the machine during the window (benchlab.analysis.series): the seconds other processes took more than their
+    # limit of the server's and the load's cores, and how much then (in cores); the seconds the host stole;
+    # the deepest dip inside the window's own throughput and how long it lasted; who else ran; the wait for quiet
+    "other_server_s", "other_server_cpu", "other_load_s", "other_load_cpu", "steal_s", "steal_cpu", "dip", "dip_s",
+    "others", "quiet_wait_s",
 )
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
@@ -85,6 +90,11 @@ PARAMS = (
 #: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one
 #: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.
 SAMPLE_FIELDS = ("t", "role", "cpu", "rss", "io")
+
+#: What a group of a run's cores did between two monitor samples (benchlab.running.machine): seconds since the
+#: measurement began, the group ("server" or "load": the cores each runs on), then the cores' user+nice+system
+#: time, their irq+softirq time and their steal, each in % of one core (100 is one core's whole time).
+MACHINE_FIELDS = ("t", "group", "busy", "irq", "steal")
 
 #: The server JVM's counters as the monitor reads them (benchlab.running.perfdata), each cumulative since the JVM
 #: started: JIT compile time (s) and count, invalidated compiled methods, GC collections and pause time
@@ -141,6 +151,13 @@ FLAGS = {
                 "its throughput steady): the measurement may still include JIT compilation; warm longer (a fixed "
                 "warmup) or find what keeps it moving",
     "all_failed": "every repeat of this cell failed; the other cells went on",
+    "interference": "other processes took {what} of the {window:.0f} s measured window{who}: the server or its load "
+                    "had less CPU than in a quiet window, so the figures are not the server's own",
+    "steal": "the host took {cpu:.2f} cores from this machine (steal) for {seconds:.0f} s of the measured window: "
+             "another guest ran on its cores, which nothing inside the machine can see",
+    "dip": "throughput was {dip:.0%} lower for {seconds:.1f} s of the measured window than in the rest of it: "
+           "something slowed the server or its load for a while (the window's own change points)",
+    "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
     "damaged": "{line}",
 }
@@ -183,6 +200,8 @@ def base_name(server: str) -> str:
 #: and ``iterations`` (the windows a fork, by Kalibera and Jones' rule).
 AUTO = "auto"
 
-#: What a stored run can be: finished, or failed with its error. A damaged stored run has no status, since it
-#: was never read; it is a ``damaged`` flag (:data:`FLAGS`).
-STATUSES = ("ok", "failed")
+#: What a stored run can be: finished, failed with its error, or retaken: a window that finished but was
+#: disturbed (flags interference, steal, dip) and measured again in the same fork; it is kept on disk and shown,
+#: and enters no statistic. A damaged stored run has no status, since it was never read; it is a ``damaged``
+#: flag (:data:`FLAGS`).
+STATUSES = ("ok", "failed", "retaken")

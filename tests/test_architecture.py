@@ -269,7 +269,7 @@ def test_the_package_loads_its_api_when_first_used():
             "from benchlab.api import compare; from benchlab.analysis.suite import Suite; "
             "from benchlab.running import factors; "
             "same = benchlab.compare is compare and benchlab.Suite is Suite and benchlab.factors is factors; "
-            "benchlab.running.spec.options; print(light, same, 'pandas' in sys.modules)")
+            "benchlab.running.options.options; print(light, same, 'pandas' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["True", "True", "True"], done.stdout + done.stderr
 

@@ -195,7 +195,7 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     assert (runs["fork_s"] > runs["warmup_s"]).all(), "a fork cost its start and warm-up before it measured"
     assert firsts["spring-tomcat"].metrics["fork_s"] >= tomcat_warmup["resumed_s"] + 1.0
     # started_at is each window's own: a window's span is its load, not its fork's warm-up
-    from benchlab.store.results import span
+    from benchlab.analysis.wall import span
 
     assert max(span([r]) for r in suite.records) < 10
     # and the suite's wall time runs from the first fork's start: both forks warmed before any window began

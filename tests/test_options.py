@@ -1,5 +1,5 @@
 """Every public option is reachable from the function, the command line and the notebook alike: checked here,
-in one place, against the one list benchlab.running.spec.OPTIONS (unit tests, nothing starts)."""
+in one place, against the one list benchlab.running.options.OPTIONS (unit tests, nothing starts)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import benchlab
 from benchlab import api, cli
 from benchlab.errors import UsageError
+from benchlab.running import options as declared
 from benchlab.running import spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,18 +26,18 @@ def _cli_dests(command: str) -> set[str]:
 @pytest.mark.parametrize("where", ["run", "compare"])
 def test_function_command_line_and_list_agree(where):
     function = getattr(api, where)
-    listed = [o.name for o in spec.options(where)]
+    listed = [o.name for o in declared.options(where)]
     assert len(listed) == len(set(listed)), "an option is listed twice"
-    in_python = set(inspect.signature(function).parameters) - set(spec.PYTHON_ONLY[where])
+    in_python = set(inspect.signature(function).parameters) - set(declared.PYTHON_ONLY[where])
     assert in_python == set(listed), f"{where}(): {in_python ^ set(listed)}"
     assert _cli_dests(where) == set(listed), f"benchlab {where}: {_cli_dests(where) ^ set(listed)}"
 
 
 def test_prepare_checks_every_per_run_option():
     """prepare() is the one place per-run options are checked: it takes all of run()'s but storage."""
-    per_run = {o.name for o in spec.options("run")} - {"results_dir", "label"}
+    per_run = {o.name for o in declared.options("run")} - {"results_dir", "label"}
     assert set(inspect.signature(spec.prepare).parameters) - {"tools"} == per_run  # tools: when to look for them
-    compare_only = {o.name for o in spec.options("compare")} - {o.name for o in spec.options("run")}
+    compare_only = {o.name for o in declared.options("compare")} - {o.name for o in declared.options("run")}
     assert compare_only == {"servers", "scenarios", "repeats", "iterations", "interleave", "precision", "max_repeats",
                             "rates", "order", "seed", "restart", "baseline", "factors", "progress"}
 
@@ -45,7 +46,7 @@ def test_the_notebook_takes_every_compare_option():
     import papermill
 
     taken = set(papermill.inspect_notebook(str(ROOT / "notebooks" / "compare.ipynb")))
-    missing = {o.name for o in spec.options("compare")} - taken - {"progress"}
+    missing = {o.name for o in declared.options("compare")} - taken - {"progress"}
     assert not missing, f"compare.ipynb lacks parameters {sorted(missing)}"
 
 

@@ -298,7 +298,7 @@ def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
 
     rng = random.Random(5)
     choices = {
-        "status": ["ok"] * 6 + ["failed"], "error": [None, "ServerError: boom\nmore", ""],
+        "status": ["ok"] * 6 + ["failed", "retaken"], "error": [None, "ServerError: boom\nmore", ""],
         "errors_total": [0, 0, 3, None, -1], "load_cpu_mean": [None, 50.0, 91.0, 97.0, 150.0, 190.0],
         "threads": [None, 0, 1, 2, 4], "load_cores": [None, 0, 1, 2], "load": ["duration", "count", "rate", None],
         "rps": [None, 0.0, 25.0, 800.0, 1000.0], "lat_mean": [None, 0.0, 0.005, 0.09, 0.2],
@@ -309,6 +309,10 @@ def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
         "note": [None, "", "3 sockets timed out"], "server_cpus": ["0", "0-1", "2"], "load_cpus": ["1", "1-3"],
         "server": ["a", "b"], "jit_share": [None, 0.0, 0.049, 0.3, 1.8], "jit_compile_s": [None, 0.0, 3.2],
         "gc_share": [None, 0.01, 0.15], "server_idle_s": [None, 0.0, 1.9, 2.0, 5.5],
+        "other_server_s": [None, 0.0, 0.9, 1.0, 6.0], "other_server_cpu": [None, 0.0, 0.48],
+        "other_load_s": [None, 0.0, 2.0], "other_load_cpu": [None, 0.3], "elapsed_s": [None, 10.0],
+        "others": [None, "", "python3 (PID 8) 5.9 s on core 0"], "steal_s": [None, 0.0, 0.9, 3.0],
+        "steal_cpu": [None, 0.2], "dip": [None, 0.0, -0.05, -0.1, -0.3], "dip_s": [None, 0.5, 1.0, 4.0],
     }
     rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(250)]  # each flag 10+ times
     runs = frame(rows)

@@ -83,7 +83,7 @@ def test_samples_are_stored_beside_the_run_and_read_when_asked_for(tmp_path):
     run = _run()
     save(run, tmp_path)
     doc = json.loads((tmp_path / "run.json").read_text())
-    assert doc["version"] == 3 and doc["samples"] == "samples.json"
+    assert doc["version"] == 4 and doc["samples"] == "samples.json"
     again = read(tmp_path / "run.json")
     (tmp_path / "samples.json").write_text("{}")  # damaged after the load: the samples are read only now
     with pytest.raises(ResultsError, match="not a benchlab samples file"):

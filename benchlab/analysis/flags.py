@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..schema import ACCEPT_QUEUE_NOTE, ERROR_CAUSES, ERROR_KINDS, FLAGS
 from . import cells
+from .disturbance import dip_rule, interference_rule, steal_rule
 
 CV_LIMIT = 0.05
 TAIL_SPREAD_LIMIT = 3.0
@@ -200,6 +201,7 @@ def _shared_cores(runs):
 RUN_RULES = (("errors", _errors), ("generator_bound", _generator_bound), ("littles_law", _littles_law),
              ("delayed_ack", _delayed_ack), ("rate_shortfall", _rate_shortfall), ("not_warm", _not_warm),
              ("jit_active", _jit_active), ("gc_heavy", _gc_heavy), ("server_idle", _server_idle),
+             ("interference", interference_rule), ("steal", steal_rule), ("dip", dip_rule),
              ("drifting", _drifting), ("driver_note", _driver_note), ("shared_cores", _shared_cores))
 
 
@@ -216,6 +218,8 @@ def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:
     failed = np.array([s == "failed" for s in _values(runs, "status")], dtype=bool)
     for i in np.flatnonzero(failed):
         found[i].append(("failed", _explain("failed", error=str(error[i] or "unknown error").splitlines()[0])))
+    for i in np.flatnonzero(np.array([s == "retaken" for s in _values(runs, "status")], dtype=bool)):
+        found[i].append(("retaken", FLAGS["retaken"]))
     with np.errstate(divide="ignore", invalid="ignore"):  # a missing number is NaN, and NaN compares False
         for flag, rule in RUN_RULES:
             mask, explain = rule(runs)

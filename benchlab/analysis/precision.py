@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..schema import AUTO
-from ..store.results import span
 from . import cells, pairs, stats
+from .wall import span
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:

@@ -53,8 +53,8 @@ class Suite:
     @property
     def wall_s(self) -> float | None:
         """What the verdict cost: seconds from the first run's start to the last run's end
-        (:func:`benchlab.store.results.span` of the forks), warm-ups, starts and stops included."""
-        from ..store.results import span
+        (:func:`benchlab.analysis.wall.span` of the forks), warm-ups, starts and stops included."""
+        from .wall import span
 
         return span(self.records, forks=True)
 

@@ -80,7 +80,8 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     repeats  1 per server and setup; 1 run, all finished
     machine  Xeon, 2 cores
     """
-    from ..store.results import frame, span
+    from ..analysis.wall import span
+    from ..store.results import frame
     from .charts.frames import machine
     from .terminal import wall_text, warmup_line
 
@@ -152,7 +153,7 @@ def _repeats(table, ok) -> str:
     """The repeats of each cell, the windows of each fork, and how many runs finished."""
     from .charts.frames import most_repeats
 
-    failed = int((table["status"] != "ok").sum())
+    failed = int((table["status"] == "failed").sum())
     windows = int(ok["iteration"].max()) if "iteration" in ok and ok["iteration"].notna().any() else 1
     each = f", each a fork of {windows} measured windows" if windows > 1 else ""
     runs = f"{len(table)} run{'s' if len(table) != 1 else ''}"

@@ -10,7 +10,8 @@ from ..schema import AUTO
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
-from .spec import INTERLEAVES, ORDERS, RESTARTS, RunSpec, prepare
+from .options import INTERLEAVES, ORDERS, RESTARTS
+from .spec import RunSpec, prepare
 
 
 def as_list(value, name: str) -> list:

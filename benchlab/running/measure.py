@@ -7,21 +7,22 @@ numbers from a broken one.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import http.client
 import json
 import secrets
+import shutil
+import sys
 import time
 import urllib.parse
 from pathlib import Path
 
-from ..analysis import steady
 from ..errors import LoadError, ServerError, VerifyError, tail
 from ..store import locks
 from ..store.results import Run, save
-from . import backends, drivers, jars, metadata, perfdata, servers, variants
+from . import backends, drivers, jars, metadata, servers, variants, window
 from .backends.base import http_get
-from .monitor import Monitor
 from .spec import RunSpec
 from .warmup import warm_up
 
@@ -178,16 +179,35 @@ class Fork:
         self.fork_s = time.monotonic() - began  # what the fork cost before it could measure
 
     def window(self) -> Run:
-        """Measure and store the next window; a server that died meanwhile raises :class:`ServerError`."""
-        spec, iteration = self.spec, len(self.records) + 1
+        """Measure and store the next window. A window that was disturbed (:data:`window.DISTURBED`: other
+        processes on its cores, steal, a dip) is set aside as ``retaken`` and measured again in this fork, at most
+        ``spec.retakes`` times; a server that died meanwhile raises :class:`ServerError`."""
+        iteration = len(self.records) + 1
         run_dir, run_id = self.windows[iteration - 1]
-        self.phase("measure" if len(self.windows) == 1 else f"measure {iteration}/{len(self.windows)}")
+        step = "measure" if len(self.windows) == 1 else f"measure {iteration}/{len(self.windows)}"
+        retaken: list[str] = []
+        for attempt in range(self.spec.retakes + 1):
+            self.phase(step if attempt == 0 else f"{step} (retake {attempt})")
+            record = self._take(run_dir, run_id, iteration)
+            why = window.disturbed(record.row())
+            if not why or attempt == self.spec.retakes:
+                break
+            retaken.append(self._set_aside(record, attempt + 1, why))
+        if retaken:
+            record = dataclasses.replace(record, metadata={**record.metadata, "retook": retaken})
+        save(record, run_dir)
+        self.records.append(record)
+        return record
+
+    def _take(self, run_dir: Path, run_id: str, iteration: int) -> Run:
+        """One window measured into ``run_dir``, its record built (not yet stored)."""
+        spec = self.spec
         window_started = now()  # the window's own; its fork's start is in its first window's metadata
         try:
             if not self.instance.alive():  # it may have died while other forks had the load
                 raise _died(spec, self.instance, self.log_path)
-            measured, samples, counters, on_cores = _window(spec, self.driver, self.instance, self.runner, self.jvm,
-                                                            run_dir, self.waited)
+            measured = window.measure(spec, self.driver, self.instance, self.runner, self.jvm, run_dir,
+                                      waited=self.waited)
         except LoadError:
             if not self.instance.alive():  # the load tool failed because the server had died: say that
                 raise _died(spec, self.instance, self.log_path) from None
@@ -195,18 +215,34 @@ class Fork:
         self.waited = 0.0  # the wait for the cores came before the first window
         if not self.instance.alive():
             raise _died(spec, self.instance, self.log_path)
-        measured.update(startup_ms=self.instance.startup_ms, warmup_s=self.warmed["seconds"],
-                        warm=self.warmed["steady"], warmup_class=self.warmed.get("class"),
-                        jit_quiet_s=self.warmed.get("jit_quiet_s"), fork_s=round(self.fork_s, 3))
-        record = Run(id=run_id, params={**spec.params(self.repeat), "iteration": iteration, "fork": self.name},
-                     metrics=measured, samples=tuple(samples), counters=tuple(counters),
-                     metadata=_window_metadata(self.meta, self.backend, self.instance, self.warmed, on_cores,
-                                               first=iteration == 1, fork_started_at=self.started_at),
-                     suite=self.suite, label=self.label, key=self.key or spec.cell_key(),
-                     started_at=window_started, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
-        save(record, run_dir)
-        self.records.append(record)
-        return record
+        metrics = {**measured.metrics, "startup_ms": self.instance.startup_ms, "warmup_s": self.warmed["seconds"],
+                   "warm": self.warmed["steady"], "warmup_class": self.warmed.get("class"),
+                   "jit_quiet_s": self.warmed.get("jit_quiet_s"), "fork_s": round(self.fork_s, 3)}
+        return Run(id=run_id, params={**spec.params(self.repeat), "iteration": iteration, "fork": self.name},
+                   metrics=metrics, samples=tuple(measured.samples), counters=tuple(measured.counters),
+                   machine=tuple(measured.machine),
+                   metadata=_window_metadata(self.meta, self.backend, self.instance, self.warmed, measured.cores,
+                                             first=iteration == 1, fork_started_at=self.started_at),
+                   suite=self.suite, label=self.label, key=self.key or spec.cell_key(),
+                   started_at=window_started, finished_at=now(), files=_files(run_dir), directory=str(run_dir))
+
+    def _set_aside(self, record: Run, attempt: int, why: list[tuple[str, str]]) -> str:
+        """Keep a disturbed window beside its fork's windows as ``retaken`` (its folder renamed), so the retake
+        has the folder; say so in one line. Returns its id."""
+        run_dir = Path(record.directory or "")
+        aside_id = f"{record.id}-retaken{attempt}"
+        aside = run_dir.with_name(aside_id)
+        if aside.exists():
+            shutil.rmtree(aside)
+        run_dir.rename(aside)
+        run_dir.mkdir()
+        kept = dataclasses.replace(record, id=aside_id, status="retaken", directory=str(aside),
+                                   metadata={**record.metadata, "retaken": {"attempt": attempt, "for": record.id,
+                                                                            "flags": [flag for flag, _ in why]}})
+        save(kept, aside)
+        print(f"benchlab: {record.id} was disturbed ({why[0][1].split(':')[0]}): measuring it again "
+              f"(retake {attempt} of at most {self.spec.retakes})", file=sys.stderr, flush=True)
+        return aside_id
 
     def close(self) -> None:
         """Stop the server (if this fork started it) and let go of its counters; again, it does nothing."""
@@ -269,7 +305,7 @@ def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
 def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict, *, first: bool,
                      fork_started_at: str) -> dict:
     """One window's metadata: the fork's, the backend's and the instance's, and what shared its cores; the
-    fork's first window says when the fork started (its wall time: :func:`benchlab.store.results.span`)."""
+    fork's first window says when the fork started (its wall time: :func:`benchlab.analysis.wall.span`)."""
     return {
         **meta,
         "backend": {**backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
@@ -280,26 +316,6 @@ def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict
         "server_alive_after_load": True,
         **({"fork_started_at": fork_started_at} if first else {}),
     }
-
-
-def _window(spec: RunSpec, driver, instance, runner, jvm, run_dir: Path, waited: float):
-    """One measured window: the load tool's metrics with the monitor's summary, drift and the JVM's counters,
-    the samples and counter rows, and what else was busy on the cores meanwhile."""
-    cpus = sorted({*spec.server_cpus, *spec.load_cpus})
-    pid = instance.metadata.get("pid") if spec.backend == "local" and runner is None else None
-    began, busy, own = time.monotonic(), locks.cpu_seconds(cpus), locks.own_seconds(pid)
-    with Monitor(spec.sample_interval) as monitor:
-        monitor.watch("server", instance.probe)
-        monitor.watch_counters(jvm)
-        metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                        workdir=run_dir, phase="measure", monitor=monitor, runner=runner)
-    own_after = locks.own_seconds(pid)
-    on_cores = locks.interference(cpus, time.monotonic() - began, locks.cpu_seconds(cpus) - busy,
-                                  None if own is None or own_after is None else own_after - own, waited)
-    samples = [s.astuple() for s in monitor.samples]
-    measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
-                **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
-    return measured, samples, list(monitor.counters), on_cores
 
 
 def _launch_metadata(spec: RunSpec) -> dict | None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..schema import SAMPLE_FIELDS  # noqa: F401  (the fields of a Sample, in order)
+from ..schema import MACHINE_FIELDS, SAMPLE_FIELDS  # noqa: F401  (the fields of a Sample and a machine row)
 
 Probe = Callable[[], "tuple[float | None, ...]"]
 
@@ -94,6 +94,10 @@ class Monitor:
         self.samples: list[Sample] = []
         #: The JVM's counters on the same clock: ``(t, *perfdata.FIELDS)`` rows, when a JVM is watched.
         self.counters: list[tuple] = []
+        #: What the run's cores did on the same clock: ``(t, group, busy, irq, steal)`` rows (:data:`MACHINE_FIELDS`),
+        #: when cores are watched (:meth:`watch_cores`).
+        self.machine: list[tuple] = []
+        self._cores: Callable[[], dict] | None = None
         self._perfdata = None
         self._probes: dict[str, Probe] = {}
         self._stop = threading.Event()
@@ -112,6 +116,23 @@ class Monitor:
         self._perfdata = perfdata
         self._read_counters()
 
+    def watch_cores(self, groups: dict) -> None:
+        """Read what each group of cores (``{"server": (0,), "load": (1,)}``) spent, by kind, at every sample
+        (:class:`~benchlab.running.machine.CoresProbe`); empty groups are left out."""
+        from .machine import CoresProbe
+
+        probe = CoresProbe(groups)
+        probe()  # primed now: the first sample covers the first interval
+        self._cores = probe
+
+    def _read_cores(self, t: float) -> None:
+        if self._cores is not None:
+            try:
+                for group, (busy, irq, steal) in self._cores().items():
+                    self.machine.append((t, group, busy, irq, steal))
+            except OSError:  # /proc/stat unreadable: no machine rows, the run goes on
+                self._cores = None
+
     def _read_counters(self) -> None:
         if self._perfdata is not None:
             try:
@@ -125,6 +146,7 @@ class Monitor:
             next_at += self.interval
             with self._lock:
                 probes = list(self._probes.items())
+            self._read_cores(round(time.monotonic() - self._t0, 3))
             for role, probe in probes:
                 try:
                     cpu, rss, *io = probe()

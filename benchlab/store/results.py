@@ -21,12 +21,13 @@ from ..errors import ResultsError
 from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES
 from . import validate
 from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
-from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
+from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Machine, Samples, document  # noqa: F401
 
 FORMAT = "benchlab-run"
+#: 4: a run can be "retaken" (a disturbed window measured again), and its samples.json may hold what its cores did;
 #: 3: params carry iteration and fork (a fork's windows are runs); 2: the samples moved out of run.json into
 #: samples.json; version 1 kept them inline.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 #: The most a run.json may hold: its samples are beside it, so a real one is some kilobytes.
 RUN_BYTES = 16 * 2**20
@@ -53,8 +54,9 @@ class Run:
 
     ``params`` is what was asked, ``metrics`` what was measured, ``samples`` the monitor's
     ``(t, role, cpu, rss, io)`` rows (a :class:`Samples` in a run read back), ``counters`` the server JVM's
-    ``(t, *perfdata.FIELDS)`` rows on the same clock (empty for a server that is not a JVM), and
-    ``metadata`` the machine and versions.
+    ``(t, *perfdata.FIELDS)`` rows on the same clock (empty for a server that is not a JVM), ``machine`` what
+    the run's cores did on that clock (``(t, group, busy, irq, steal)`` rows; empty in older runs), and
+    ``metadata`` the machine and versions. ``status`` is one of :data:`STATUSES`.
     """
 
     id: str
@@ -63,6 +65,7 @@ class Run:
     metadata: Mapping
     samples: Sequence = ()
     counters: Sequence = ()
+    machine: Sequence = ()
     status: str = "ok"
     error: str | None = None
     suite: str | None = None
@@ -76,8 +79,8 @@ class Run:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
-        if self.status == "ok":
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {self.status!r}")
+        if self.status != "failed":
             rps = self.metrics.get("rps") if self.metrics else None
             if rps is None or rps < 0:
                 raise ValueError(f"run {self.id}: a finished run needs rps >= 0, not {rps!r}")
@@ -105,7 +108,7 @@ class Run:
             server_impl=server.get("server"), server_version=server.get("server_version"),
             java_version=server.get("java_version") or _mapping(self.metadata.get("java")).get("version"),
         )
-        row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status == "ok"
+        row["errors_total"] = (sum(e for e in map(metrics.get, ERROR_COLUMNS) if e) if self.status != "failed"
                                else None)
         row["accept_queue"] = _mapping(self.metadata.get("accept_queue")).get("value")
         row["somaxconn"] = _mapping(self.metadata.get("network")).get("somaxconn")
@@ -146,7 +149,7 @@ class Run:
             "params": _frozen(dict(self.params)),
             "metrics": dict(self.metrics),
             "metadata": _frozen(dict(self.metadata)),
-            "samples": SAMPLES_FILE if self.samples or self.counters else None,
+            "samples": SAMPLES_FILE if self.samples or self.counters or self.machine else None,
             "files": list(self.files),
         }
 
@@ -175,47 +178,19 @@ class Run:
         return cls(
             id=doc["id"], params=doc["params"], metrics=doc["metrics"], metadata=doc["metadata"],
             samples=stored if stored is not None else (samples or ()),
-            counters=Counters(stored) if stored is not None else (), status=doc["status"],
+            counters=Counters(stored) if stored is not None else (),
+            machine=Machine(stored) if stored is not None else (), status=doc["status"],
             error=doc.get("error"), suite=doc.get("suite"), label=doc.get("label"), key=doc.get("key"),
             started_at=doc.get("started_at"), finished_at=doc.get("finished_at"),
             files=tuple(doc.get("files") or ()), directory=directory,
         )
 
 
-def span(records, *, forks: bool = False) -> float | None:
-    """Seconds from the first run's start to the last run's end (None when no run says when it ran): a run's
-    ``started_at`` is its window's. ``forks``: from a fork's start too (its first window's
-    ``metadata["fork_started_at"]``), so the runs' wall time with every start and warm-up, also where a round's
-    forks warmed before any window began (``interleave="windows"``).
-
-    >>> run = Run(id="a", params={}, metrics={"rps": 1.0}, metadata={"fork_started_at": "2026-12-01T09:58:00Z"},
-    ...           started_at="2026-12-01T10:00:00Z", finished_at="2026-12-01T10:02:30Z")
-    >>> span([run]), span([run], forks=True)
-    (150.0, 270.0)
-    """
-    import datetime as dt
-
-    def when(text):  # an ISO time, or None
-        try:
-            return dt.datetime.fromisoformat(text) if isinstance(text, str) else None
-        except ValueError:
-            return None
-
-    texts = [r.started_at for r in records] + [r.metadata.get("fork_started_at") for r in records if forks]
-    starts = [t for t in map(when, texts) if t is not None]
-    ends = [t for t in (when(r.finished_at) for r in records) if t is not None]
-    if not starts or not ends:
-        return None
-    try:
-        return max(0.0, (max(ends) - min(starts)).total_seconds())
-    except TypeError:  # a time with a zone beside one without: no honest difference
-        return None
-
-
 def migrate(doc: dict, source: str = "") -> dict:
     """Bring an older format version up to :data:`FORMAT_VERSION`. Version 1 kept the samples inline, as a
     list, which :meth:`Run.from_json` still reads. A run of version 1 or 2 has no iteration or fork: it is
-    its own fork of one window (:func:`benchlab.analysis.cells.forks` reads it so), and nothing else changed."""
+    its own fork of one window (:func:`benchlab.analysis.cells.forks` reads it so), and nothing else changed.
+    Version 4 added a status and samples.json keys that older runs simply do not use."""
     if doc["version"] < 1:
         raise ResultsError(f"{source}: format version {doc['version']} is older than any benchlab wrote")
     return doc
@@ -225,8 +200,8 @@ def save(run: Run, directory: Path) -> Path:
     """Store ``run`` as ``directory/run.json``, its samples first as ``samples.json``; the raw files are
     already beside it."""
     directory = Path(directory)
-    if run.samples or run.counters:
-        write_atomic(directory / SAMPLES_FILE, document(run.samples, run.counters))
+    if run.samples or run.counters or run.machine:
+        write_atomic(directory / SAMPLES_FILE, document(run.samples, run.counters, run.machine))
     path = directory / "run.json"
     write_atomic(path, json.dumps(run.to_json(), indent=1, sort_keys=False, default=str) + "\n")
     return path

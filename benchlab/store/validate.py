@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 
 from ..errors import ResultsError
-from ..schema import COUNTER_FIELDS, METRICS, PARAMS, RESOURCES, SAMPLE_FIELDS, STATUSES
+from ..schema import COUNTER_FIELDS, MACHINE_FIELDS, METRICS, PARAMS, RESOURCES, SAMPLE_FIELDS, STATUSES
 
 _INF = math.inf
 
 #: The metric columns, by how each is read; None is always "not measured". Numbers and counts are finite
 #: and >= 0, or NaN for unknown; drift may be negative; note and warmup_class are text, warm true/false.
-_SIGNED, _TEXT, _FLAGS = ("drift",), ("note", "warmup_class"), ("warm",)
+_SIGNED, _TEXT, _FLAGS = ("drift", "dip"), ("note", "warmup_class", "others"), ("warm",)
 _METRIC_NUMBERS = tuple(m for m in (*METRICS, *RESOURCES) if m not in (*_SIGNED, *_TEXT, *_FLAGS))
 
 #: The params that are numbers >= 0, those that are lists, and the other columns: any scalar.
@@ -125,7 +125,7 @@ def _fine(doc: dict) -> bool:
             and type(warmup.get("slices", [])) is list and type(metadata.get("settings", [])) is list
             and type(params.get("jvm_opts", [])) is list
             and _LISTS.issuperset(map(type, (params.get("server_cpus"), params.get("load_cpus"), doc.get("files"))))
-            and (status != "ok" or type(rps) in (int, float) and rps == rps)  # and >= 0, finite: above
+            and (status == "failed" or type(rps) in (int, float) and rps == rps)  # and >= 0, finite: above
             and (drift is None or type(drift) in (int, float) and -_INF < drift < _INF)
             and type(metrics.get("warm")) in (bool, _NONE) and type(warmup.get("steady")) in (bool, _NONE)
             and (pause == "auto" or type(pause) in _NUMBER_TYPES and (pause is None or 0 <= pause < _INF)))
@@ -142,7 +142,7 @@ def _explain(doc: dict, source: str) -> None:
     if type(run_id) is not str or not run_id:
         raise damaged(source, f"its id is {_shown(run_id)}, not a name")
     if type(status) is not str or status not in STATUSES:
-        raise damaged(source, f"its status is {_shown(status)}, not 'ok' or 'failed'")
+        raise damaged(source, f"its status is {_shown(status)}, not one of {', '.join(STATUSES)}")
     for name in ("params", "metrics", "metadata"):
         if type(doc.get(name)) is not dict:
             raise damaged(source, f"its {name} is {_shown(doc.get(name))}, not an object")
@@ -156,7 +156,7 @@ def _explain(doc: dict, source: str) -> None:
         for name in names:
             _check(metrics.get(name), kind, f"metric {name}", source)
     rps = metrics.get("rps")
-    if status == "ok" and (type(rps) not in (int, float) or not 0 <= rps < _INF):
+    if status != "failed" and (type(rps) not in (int, float) or not 0 <= rps < _INF):
         raise damaged(source, f"a finished run needs rps, a finite number >= 0, not {_shown(rps)}")
     _explain_params(params, source)
     _explain_metadata(metadata, source)
@@ -264,3 +264,16 @@ def sample_rows(rows, counters, source: str) -> tuple[tuple, tuple]:
         if type(row) is not list or len(row) > 1 + len(COUNTER_FIELDS) or any(problem(v, "signed") for v in row):
             raise damaged(source, f"a JVM counter row is {_shown(row)}, not (t, {', '.join(COUNTER_FIELDS)})")
     return tuple(map(tuple, rows)), tuple(map(tuple, counters))
+
+
+def machine_rows(rows, source: str) -> tuple:
+    """A ``samples.json``'s machine rows as tuples, checked: ``(t, group, busy, irq, steal)`` with t a finite
+    number, group text and the rest numbers >= 0 or None."""
+    if not isinstance(rows, list):
+        raise damaged(source, f"its machine rows are {_shown(rows)}, not a list")
+    for row in rows:
+        if type(row) is not list or len(row) != len(MACHINE_FIELDS) or type(row[1]) is not str \
+                or type(row[0]) not in (int, float) or problem(row[0], "signed") \
+                or any(problem(v, "number") for v in row[2:]):
+            raise damaged(source, f"a machine row is {_shown(row)}, not ({', '.join(MACHINE_FIELDS)})")
+    return tuple(map(tuple, rows))

@@ -58,14 +58,15 @@ def get(name: str | None, model: str = "duration") -> LoadTool:
 
 
 def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
-            monitor=None, runner=None) -> tuple[dict, str]:
+            monitor=None, runner=None, on_start=None) -> tuple[dict, str]:
     """Run one phase of load and return ``(metrics, raw stdout)``; the measure phase's latency
     histogram, where the tool gives one, is saved as ``workdir/latency.json``.
 
     ``runner``, when given, replaces the local process (the docker backend runs load in a container).
     It is called as ``runner(argv, cpus=..., timeout=..., monitor=..., workdir=...)``, must register its
     own ``"load"`` probe on ``monitor`` when that is not None, and returns a
-    :class:`benchlab.running.process.Finished`.
+    :class:`benchlab.running.process.Finished`. ``on_start(pid)`` is told a local load tool's process id as it
+    starts (its process tree is the run's own: :mod:`benchlab.running.window`).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     invocation = driver.command(url, scenario, load, phase=phase, workdir=workdir)
@@ -73,7 +74,10 @@ def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, 
     seconds = load.warmup if phase == "warmup" else load.planned_seconds
     # A count load's length is only a guess from its size, so it gets room to be three times slower.
     timeout = seconds * (3 if load.model == "count" and phase == "measure" else 1) + load.timeout + 60.0
-    finished = (runner or run_local)(argv, cpus=cpus, timeout=timeout, monitor=monitor, workdir=workdir)
+    if runner is not None:
+        finished = runner(argv, cpus=cpus, timeout=timeout, monitor=monitor, workdir=workdir)
+    else:
+        finished = run_local(argv, cpus=cpus, timeout=timeout, monitor=monitor, workdir=workdir, on_start=on_start)
     if finished.returncode < 0:  # a signal ended it: whatever it printed is not a whole run
         raise LoadError(f"{driver.name} was killed by signal {-finished.returncode} during the {phase}: this run "
                         f"does not count (command: {' '.join(argv)})")
@@ -92,10 +96,12 @@ def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, 
     return metrics, finished.stdout
 
 
-def run_local(argv: list[str], *, cpus, timeout: float, monitor=None, workdir: Path | None = None):
+def run_local(argv: list[str], *, cpus, timeout: float, monitor=None, workdir: Path | None = None, on_start=None):
     """Run a load tool as a local process pinned to ``cpus``, watched by ``monitor`` as ``"load"``."""
 
     def watch(pid: int) -> None:
+        if on_start is not None:
+            on_start(pid)
         if monitor is not None:
             from ..monitor import ProcessProbe
 
