@@ -98,16 +98,30 @@ def test_alpha_flows_into_the_verdict():
     assert at_01["high"] - at_01["low"] > at_5["high"] - at_5["low"], "the interval widens with 1 - alpha"
 
 
-@pytest.mark.parametrize("flag, undertow", [
-    ("generator_bound", {"load_cpu_mean": [50.0, 99.0, 50.0]}),
-    ("errors", {"errors_read": [0, 500, 0]}),                  # 0.5% of 100,000 requests
-    ("not_warm", {"warm": [True, False, True], "warmup_s": 180.0}),
+@pytest.mark.parametrize("flag, undertow, said", [
+    ("generator_bound", {"load_cpu_mean": [50.0, 99.0, 50.0]}, "bound by their load generator"),
+    ("errors", {"errors_read": [0, 500, 0]}, "with failed requests above 0.1%"),       # 0.5% of 100,000 requests
+    ("not_warm", {"warm": [True, False, True], "warmup_s": 180.0}, "not warm"),
 ])
-def test_not_testable_names_the_flag(flag, undertow):
+def test_a_flagged_run_is_left_out_and_said(flag, undertow, said):
+    """The one rule (benchlab.analysis.validity): a claim is judged on its clean runs, saying what was left out."""
+    out = judged(runs("spring-tomcat", TOMCAT[:3]) + runs("spring-undertow", [147.0, 148.0, 146.0], **undertow))
+    row = out.iloc[0]
+    assert row["verdict"] == "holds" and row["values"] == 2, row["why"]
+    assert f"judged on the clean runs: 1 of 3 spring-undertow runs left out ({said}" in row["why"]
+
+
+@pytest.mark.parametrize("flag, undertow", [
+    ("generator_bound", {"load_cpu_mean": [50.0, 99.0, 99.0]}),
+    ("errors", {"errors_read": [0, 500, 500]}),
+    ("not_warm", {"warm": [True, False, False], "warmup_s": 180.0}),
+])
+def test_not_testable_when_the_flags_leave_under_two_values_and_names_the_flag(flag, undertow):
     out = judged(runs("spring-tomcat", TOMCAT[:3]) + runs("spring-undertow", [147.0, 148.0, 146.0], **undertow))
     row = out.iloc[0]
     assert (row["verdict"], row["reason"]) == ("not testable here", flag), row["why"]
-    assert "1 of 6 runs" in row["why"] and math.isnan(row["ours"])
+    assert "2 of 3 spring-undertow runs" in row["why"] and "which leaves one to judge" in row["why"]
+    assert math.isnan(row["ours"])
     said = row["why"].lower()
     assert not any(said.count(words) > 1 for words in ("warm-up reached its limit", "not the server", "errors")), \
         "each reason is said once"
@@ -119,12 +133,14 @@ def test_errors_below_the_limit_do_not_block():
     assert out.iloc[0]["verdict"] == "holds"
 
 
-def test_a_failed_run_or_no_run_at_the_load_point_is_not_testable():
+def test_a_failed_run_is_left_out_and_no_run_at_the_load_point_is_not_testable():
     failed = Run(id="f", params={"server": "spring-undertow", "scenario": "hello", "load": "duration",
                                  "connections": 200, "repeat": 4}, metrics={}, metadata={}, status="failed",
                  error="ServerError: it died")
     rows = runs("spring-tomcat", TOMCAT[:3]) + runs("spring-undertow", [147.0, 148.0, 146.0]) + [failed]
     row = judged(rows).iloc[0]
+    assert row["verdict"] == "holds" and "1 failed run left out" in row["why"]
+    row = judged(runs("spring-tomcat", TOMCAT[:3]) + [failed]).iloc[0]
     assert (row["verdict"], row["reason"]) == ("not testable here", "failed") and "it died" in row["why"]
     elsewhere = runs("spring-tomcat", TOMCAT, connections=50) + runs("spring-undertow", [147.0] * 5, connections=50)
     row = judged(elsewhere).iloc[0]

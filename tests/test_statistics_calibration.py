@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from benchlab.analysis import cells, intervals, pairs, stats
+from benchlab.analysis import cells, intervals, pairs, stats, verdicts
 
 TRIALS = 4000
 SIZES = (2, 3, 5, 9, 10, 30)
@@ -195,7 +195,7 @@ def test_the_simulation_runs_the_public_code():
             assert stats.test_difference(a[i], b[i])[1] == pytest.approx(p[i], nan_ok=True)
             runs = pd.DataFrame({"server": ["a"] * n + ["b"] * n, "rps": [*a[i], *b[i]], "status": "ok",
                                  "scenario": "hello"})
-            verdict = stats.verdicts(runs, baseline="b").iloc[0]
+            verdict = verdicts.verdicts(runs, baseline="b").iloc[0]
             assert verdict["significant"] == bool(intervals.significant(p[i], low[i], high[i], ALPHA))
 
 
@@ -304,7 +304,7 @@ def test_the_frame_rules_take_fork_means():
         runs = pd.DataFrame(rows)
         low, high = intervals.ratio_interval(means_a, means_b, ALPHA)
         p = intervals.p_value(means_a, means_b, ALPHA)
-        verdict = stats.verdicts(runs, baseline="b").iloc[0]
+        verdict = verdicts.verdicts(runs, baseline="b").iloc[0]
         assert verdict["change_low"] + 1 == pytest.approx(low[0]) and verdict["p_value"] == pytest.approx(p[0])
         summary = stats.summary(runs, metrics=("rps",), baseline="b").set_index("server")
         assert summary.loc["a", "n"] == forks and summary.loc["a", "windows"] == forks * windows
@@ -468,14 +468,14 @@ def test_the_frame_rules_pair_forks_by_round():
     kept = np.arange(rounds) != 1
     low, high = pairs.ratio_interval(means_a[:, kept], means_b[:, kept], ALPHA)
     p = pairs.p_value(means_a[:, kept], means_b[:, kept], ALPHA)
-    verdict = stats.verdicts(runs, baseline="b").iloc[0]
+    verdict = verdicts.verdicts(runs, baseline="b").iloc[0]
     assert verdict["change_low"] + 1 == pytest.approx(low[0]) and verdict["p_value"] == pytest.approx(p[0])
     assert verdict["test"] == "Wilcoxon signed-rank"
     assert verdict["significant"] or "not distinguishable at 6 rounds (Wilcoxon" in verdict["verdict"], verdict
     summary = stats.summary(runs, metrics=("rps",), baseline="b").set_index("server")
     assert summary.loc["a", "ratio_low"] == pytest.approx(low[0]) and summary.loc["a", "ratio_method"] == "cox paired"
     apart = runs.assign(suite=np.where(runs.server == "a", "s1", "s2"))
-    verdict = stats.verdicts(apart, baseline="b").iloc[0]
+    verdict = verdicts.verdicts(apart, baseline="b").iloc[0]
     low, high = intervals.ratio_interval(means_a, means_b[:, kept], ALPHA)
     assert verdict["change_low"] + 1 == pytest.approx(low[0]) and verdict["test"] == "Mann-Whitney"
     assert "not distinguishable at 6 repeats" in verdict["verdict"] or verdict["significant"]

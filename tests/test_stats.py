@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab.analysis import flags, stats
+from benchlab.analysis import flags, stats, verdicts
 from benchlab.errors import UsageError
 from benchlab.store.results import COLUMNS
 
@@ -67,7 +67,7 @@ def test_alpha_reaches_every_interval():
     wide, narrow = stats.ratio_ci(values, baseline, alpha=0.01), stats.ratio_ci(values, baseline, alpha=0.20)
     assert wide[1] < narrow[1] < narrow[2] < wide[2]
     runs = frame(repeats("tomcat", baseline) + repeats("jetty", values))
-    loose, strict = (stats.verdicts(runs, baseline="tomcat", alpha=a).iloc[0] for a in (0.20, 0.01))
+    loose, strict = (verdicts.verdicts(runs, baseline="tomcat", alpha=a).iloc[0] for a in (0.20, 0.01))
     assert strict["change_low"] < loose["change_low"] and strict["test"] == "Welch t"  # 4 v 4 cannot reach 1%
     s = stats.summary(runs, metrics=("rps",), baseline="tomcat", alpha=0.20).set_index("server")
     assert s.loc["jetty", "ci_low"] == narrow_mean_low(values) and s.loc["jetty", "ratio_low"] == narrow[1]
@@ -83,7 +83,7 @@ def test_repeats_that_never_vary_have_no_interval():
     ratio, low, high = stats.ratio_ci([0.003] * 3, [0.002] * 3)
     assert ratio == pytest.approx(1.5) and math.isnan(low) and stats.ratio_method([0.003] * 3, [0.002] * 3) == "none"
     rows = [dict(server=s, rps=100, p50=x, repeat=i) for s, x in [("a", 0.002), ("b", 0.003)] for i in range(3)]
-    v = stats.verdicts(frame(rows), metric="p50", baseline="a").iloc[0]
+    v = verdicts.verdicts(frame(rows), metric="p50", baseline="a").iloc[0]
     assert not v["significant"] and "no repeat differed" in v["verdict"]
 
 
@@ -118,7 +118,7 @@ def test_ties_get_the_exact_p():
     # Whole-millisecond p50s: the normal approximation said p=0.047; 6 of the 70 splits are as extreme.
     test, p = stats.test_difference([1, 1, 1, 2], [2, 2, 3, 3])
     assert test == "Mann-Whitney" and p == pytest.approx(6 / 70)
-    v = stats.verdicts(frame([dict(server=s, rps=100, p50=x / 1e3, repeat=i) for s, xs in
+    v = verdicts.verdicts(frame([dict(server=s, rps=100, p50=x / 1e3, repeat=i) for s, xs in
                               [("a", [1, 1, 1, 2]), ("b", [2, 2, 3, 3])] for i, x in enumerate(xs)]),
                        metric="p50", baseline="a").iloc[0]
     assert not v["significant"] and "Mann-Whitney p=0.0857" in v["verdict"]
@@ -136,7 +136,7 @@ def test_many_repeats():
 def test_verdicts_separate_difference_from_noise():
     runs = frame(repeats("tomcat", [100, 101, 99]) + repeats("jetty", [178, 180, 176])
                  + repeats("undertow", [90, 112, 101]))
-    v = stats.verdicts(runs, baseline="tomcat").set_index("server")
+    v = verdicts.verdicts(runs, baseline="tomcat").set_index("server")
     assert v.loc["jetty", "significant"] and v.loc["jetty", "better"]
     assert v.loc["jetty", "verdict"].startswith("jetty vs tomcat: +78% rps [")
     assert "significant (Welch t p=" in v.loc["jetty", "verdict"]
@@ -147,7 +147,7 @@ def test_verdicts_separate_difference_from_noise():
 def test_lower_latency_is_better():
     rows = [dict(server="a", rps=100, p99=v, repeat=i) for i, v in enumerate([0.010, 0.011, 0.010, 0.012])]
     rows += [dict(server="b", rps=100, p99=v, repeat=i) for i, v in enumerate([0.005, 0.005, 0.006, 0.005])]
-    v = stats.verdicts(frame(rows), metric="p99", baseline="a").iloc[0]
+    v = verdicts.verdicts(frame(rows), metric="p99", baseline="a").iloc[0]
     assert v["significant"] and v["better"] and v["test"] == "Mann-Whitney"
 
 
@@ -336,7 +336,7 @@ def test_large_cells_without_ties_use_the_normal_approximation():
     assert stats.test_difference(a[:49], b[:49])[0] == "Mann-Whitney", "below 50 a side: the permutation p"
     assert stats.test_difference(np.round(a, 1), np.round(b, 1))[0] == "Mann-Whitney", "ties: the permutation p"
     rows = repeats("a", list(rng.normal(200, 2, 1200))) + repeats("b", list(rng.normal(100, 1, 1200)))
-    assert "(Mann-Whitney normal p<1e-300)" in stats.verdicts(frame(rows), baseline="b").iloc[0]["verdict"]
+    assert "(Mann-Whitney normal p<1e-300)" in verdicts.verdicts(frame(rows), baseline="b").iloc[0]["verdict"]
 
 
 def test_cell_keys_by_dtype_equal_key_value_by_value():
@@ -405,5 +405,5 @@ def test_a_round_pairing_left_short_by_a_missing_value_says_how_many_rounds_it_n
     rows = [{"server": s, "suite": "x", "repeat": r, "status": "ok", "scenario": "hello", "id": f"{s}{r}",
              "p99": (math.nan if (s, r) == ("a", 3) else 0.010 * (1.1 if s == "a" else 1.0) * (1 + 0.01 * r))}
             for r in range(1, 7) for s in ("a", "b")]
-    verdict = stats.verdicts(pd.DataFrame(rows), "p99", baseline="b").iloc[0]
+    verdict = verdicts.verdicts(pd.DataFrame(rows), "p99", baseline="b").iloc[0]
     assert verdict["test"] == "none" and "at 5 rounds (at least 6 rounds are needed)" in verdict["verdict"]

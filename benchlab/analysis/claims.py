@@ -4,13 +4,13 @@ A claim is a ratio of one server's metric to a baseline's (``server``, ``baselin
 of servers by a metric, lowest first (``order``: ``"spring-tomcat<spring-undertow<spring-jetty"``). It is judged on
 the runs of the suite of its ``experiment`` at its load point (``connections`` for a duration load, ``users`` for a
 count load, a fixed rate for a rate load: the rate the replay offered) and ``scenario``. The verdict words and their
-meanings are :data:`benchlab.schema.CLAIM_VERDICTS`; significance is :func:`benchlab.analysis.stats.verdicts`' rule
+meanings are :data:`benchlab.schema.CLAIM_VERDICTS`; significance is :func:`benchlab.analysis.verdicts.verdicts`' rule
 (the test rejects at ``alpha`` and the ratio's interval excludes 1).
 
-Before any ratio, the runs must be able to judge: a claim is *not testable here* when no run is at its load point,
-when a run failed, was generator-bound, not warm (``warmup="auto"`` hit its limit, or the JVM's counters show its
-JIT compiling or its GC heavy in the measured window, or the server stalled), or when a run's errors exceed
-:data:`ERROR_SHARE_LIMIT` of its requests. Its reason names the flag.
+Before any ratio, the runs must be able to judge, by the one rule every verdict follows
+(:mod:`benchlab.analysis.validity`): a flagged window (failed, generator-bound, not warm, disturbed, errors above 0.1%)
+is left out, its sentence says so, and a claim is *not testable here* when no run is at its load point or a server
+has fewer than two clean values left; its reason names the flag.
 
 Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved forks,
 and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did: its warm-up
@@ -28,25 +28,9 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
-from . import cells, intervals, stats
+from . import cells, intervals, stats, validity
 from .flags import runs_flags
-
-#: A run whose failed requests exceed this share of its requests cannot judge a claim.
-ERROR_SHARE_LIMIT = 0.001
-
-#: The flags that make a run unable to judge a claim, and what that says, in the order they are named.
-BLOCKING = {
-    "failed": "failed",
-    "generator_bound": "were bound by their load generator",
-    "errors": "had errors above 0.1% of their requests",
-    "not_warm": "were not warm",
-    "jit_active": "were measured while their JIT was still compiling",
-    "gc_heavy": "spent an unusual share of their measured window in GC pauses",
-    "server_idle": "had a server that stalled while the load tool was busy",
-}
-
-#: The blocking flags that say a run was not warm: under a source's own protocol they are counted, not blocking.
-WARMTH = ("not_warm", "jit_active", "gc_heavy", "server_idle")
+from .validity import WARMTH
 
 #: How a claim's runs were taken and counted: benchlab's controlled protocol, or the source's own.
 PROTOCOLS = ("controlled", "theirs")
@@ -97,13 +81,11 @@ def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protoco
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def given(value) -> bool:
-    """A table cell that holds something: not None, NaN or empty."""
+def given(value) -> bool:  # a table cell that holds something: not None, NaN or empty
     return value is not None and not (isinstance(value, float) and math.isnan(value)) and value != ""
 
 
-def servers(claim) -> list[str]:
-    """The servers a claim compares: its ordering's, else its baseline and its server."""
+def servers(claim) -> list[str]:  # the servers a claim compares: its ordering's, else its baseline and server
     if given(claim.get("order")):
         return str(claim["order"]).split("<")
     return [claim["baseline"], claim["server"]]
@@ -175,7 +157,9 @@ def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
 
 
 def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", protocol: str = "controlled"):
-    """(reason, sentence) when these runs cannot judge the claim, else None; :data:`WARMTH` blocks no run of theirs."""
+    """(reason, sentence) when these runs cannot judge the claim, else None: no finished run of a server, mixed
+    setups, or a server left with no clean run by :mod:`.validity` (under their protocol :data:`WARMTH` blocks no
+    run of theirs)."""
     if len(here):
         finished = set(cells.ok(here)["server"])
         missing = [s for s in servers(claim) if s not in finished]
@@ -183,26 +167,39 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", prot
         missing = servers(claim)
     if missing:
         ran = f" (the runs here are at {elsewhere})" if elsewhere else ""
-        return "not run", f"no finished run of {', '.join(missing)} at {where}{ran}, so there is nothing to judge"
+        failed = here[here["status"] == "failed"] if len(here) and "status" in here else here
+        died = f"; {len(failed)} failed: {str(failed['error'].iloc[0]).splitlines()[0]}" if len(failed) else ""
+        return "failed" if len(failed) else "not run", (f"no finished run of {', '.join(missing)} at {where}{ran}"
+                                                        f"{died}, so there is nothing to judge")
     setups = [c for c in cells.varying(cells.ok(here)) if c not in ("server",)]
     if setups:
         return "mixed setups", (f"the runs at {where} differ in {', '.join(setups)}: judge one setup at a time "
                                 "(one suite per setup)")
-    found = runs_flags(here.reset_index(drop=True))
-    share = pd.to_numeric(here["errors_total"], errors="coerce") / pd.to_numeric(here["requests"], errors="coerce")
-    for flag, what in BLOCKING.items():
-        if protocol == "theirs" and flag in WARMTH:
-            continue
-        hits = [i for i, flags in enumerate(found) if any(f == flag for f, _ in flags)]
-        if flag == "errors":
-            hits = [i for i in hits if share.iloc[i] > ERROR_SHARE_LIMIT]
-        if hits:
-            first = dict(found[hits[0]])[flag]
-            return flag, f"{len(hits)} of {len(here)} runs at {where} {what}: {first}"  # each reason once
+    ok = cells.ok(here).reset_index(drop=True)
+    found = validity.reasons(ok, exempt=WARMTH if protocol == "theirs" else ())
+    keys = ok["id"] if protocol == "theirs" else pd.Series(cells.fork_keys(ok))  # a value: a run, or a fork
+    for server in servers(claim):
+        mine = [i for i in range(len(ok)) if ok["server"].iloc[i] == server]
+        flagged = [i for i in mine if found[i]]
+        values = {keys.iloc[i] for i in mine if not found[i]}
+        if flagged and len(values) < 2:  # the rule left it fewer than the two values any interval needs
+            flag = found[flagged[0]][0]
+            first = dict(runs_flags(ok.iloc[[flagged[0]]].reset_index(drop=True))[0])[flag]
+            return flag, (f"{len(flagged)} of {len(mine)} {server} runs at {where} were {validity.INVALID[flag]}, "
+                          f"which leaves {'one' if values else 'none'} to judge: {first}")
     return None
 
 
-def _pair(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, alpha: float) -> dict:  # paired by round if they can
+def _clean(here: pd.DataFrame, protocol: str) -> tuple[pd.DataFrame, str]:
+    """The runs a claim is judged on (:func:`.validity.usable`), and what its sentence says was left out."""
+    clean, left = validity.usable(here, exempt=WARMTH if protocol == "theirs" else ())
+    failed = int((here["status"] == "failed").sum()) if "status" in here else 0
+    notes = [validity.said(entry) for entry in left.values()]
+    notes += [f"{failed} failed run{'' if failed == 1 else 's'} left out"] if failed else []
+    return clean, "; ".join(notes)
+
+
+def _pair(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, alpha: float) -> dict:  # by round where they can
     a, b, paired = cells.rounds(mine, theirs, metric, alpha=alpha)
     ratio, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
     test, p = stats.test_difference(a, b, alpha=alpha, paired=paired)
@@ -218,7 +215,7 @@ def _evidence(pair: dict) -> str:
 
 def _cold(here: pd.DataFrame) -> int:
     """How many of these runs carry a :data:`WARMTH` flag: measured before their server was warm."""
-    return sum(any(flag in WARMTH for flag, _ in found) for found in runs_flags(here.reset_index(drop=True)))
+    return sum(any(flag in WARMTH for flag in found) for found in validity.reasons(here))
 
 
 def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
@@ -232,7 +229,8 @@ def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
     if blocked:
         reason, sentence = blocked
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
-    ok, metric = cells.ok(here), claim["metric"]
+    ok, left_out = _clean(here, protocol)
+    metric = claim["metric"]
     forks = cells.forks(ok)
     counted = ok if protocol == "theirs" else forks  # theirs: each run a value, as the source had it
     values = {s: counted[counted["server"] == s] for s in servers(claim)}  # each server's rows
@@ -240,6 +238,8 @@ def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
               else _judge_pair(claim, values, metric, alpha))
     judged.update(values=min(len(v) for v in values.values()), cold=_cold(ok),
                   forks=min(int((forks["server"] == s).sum()) for s in values))
+    if left_out:
+        judged["why"] = judged["why"][:-1] + f" (judged on the clean runs: {left_out})."
     fixed = sorted({str(w) for w in ok["warmup"] if w != "auto"}) if "warmup" in ok else []
     if protocol == "theirs":
         judged["why"] = judged["why"][:-1] + _their_protocol(ok, judged["cold"])

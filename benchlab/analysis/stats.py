@@ -34,7 +34,6 @@ import pandas as pd
 
 from ..schema import LATENCY_COLUMNS
 from . import cells, intervals, pairs
-from .pairs import reach as rounds_needed
 
 #: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
 LOWER_IS_BETTER = set(LATENCY_COLUMNS)
@@ -205,95 +204,52 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
     from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
+    from .validity import usable
 
     baseline = pick_baseline(runs, baseline)
     _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
+    windows, left = usable(runs)  # the one rule: no window with a validity flag enters a statistic
     rows = []
-    windows = cells.ok(runs)
-    keys, groups = cells.group(cells.forks(windows))
-    _, by_cell = cells.group(windows)
-    raw = {(cell if isinstance(cell, tuple) else (cell,)): group for cell, group in by_cell}
+    keys, groups = cells.group(cells.forks(cells.ok(runs)))  # every side, the ones left without a clean fork too
+    clean_forks = _by_cell(cells.forks(windows))
+    clean_windows = _by_cell(windows)
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
-        base = group[group["server"] == baseline]
-        measured = raw[cell]
-        for server, server_runs in group.groupby("server", sort=False):
+        kept = clean_forks.get(cell, group.iloc[0:0])
+        base = kept[kept["server"] == baseline]
+        measured = clean_windows.get(cell, group.iloc[0:0])
+        for server, all_runs in group.groupby("server", sort=False):
             mine = ",".join(sorted(cell_flags.get((cell, server), ())))
+            server_runs = kept[kept["server"] == server]
+            judged = len(server_runs) > 0
             own = measured[measured["server"] == server]
+            lost = left.get((cell, server), {}).get("left", 0)
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}
-                row.update(server=server, metric=metric, **describe(server_runs[metric], alpha=alpha))
+                # a side with no clean fork still shows its figures, marked not judged and given no ratio
+                row.update(server=server, metric=metric,
+                           **describe((server_runs if judged else all_runs)[metric], alpha=alpha))
                 a, b, paired = cells.rounds(server_runs, base, metric, alpha=alpha)
-                ratio, low, high = (ratio_ci(a, b, alpha=alpha, paired=paired) if len(base)
+                ratio, low, high = (ratio_ci(a, b, alpha=alpha, paired=paired) if len(base) and judged
                                     else (math.nan,) * 3)
                 parts = components(own[metric], cells.fork_keys(own))
                 row.update(ratio=ratio, ratio_low=low, ratio_high=high,
-                           ratio_method=ratio_method(a, b, paired=paired), windows=parts["windows"],
-                           between_cv=parts["between_cv"], within_cv=parts["within_cv"], flags=mine)
+                           ratio_method=ratio_method(a, b, paired=paired) if judged else "none",
+                           windows=parts["windows"], between_cv=parts["between_cv"], within_cv=parts["within_cv"],
+                           left_out=lost, judged=judged, flags=mine)
                 rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "server", "metric", "n", "mean", "median", "stdev", "cv", "min",
                                        "max", "ci_low", "ci_high", "ci_method", "ratio", "ratio_low",
                                        "ratio_high", "ratio_method", "windows", "between_cv", "within_cv",
-                                       "flags"])
+                                       "left_out", "judged", "flags"])
 
 
-def _format_change(metric: str, ratio: float, low: float, high: float) -> str:
-    if math.isnan(ratio):
-        return f"{metric} n/a"
-    text = f"{ratio - 1:+.0%} {metric}"
-    if not math.isnan(low):
-        text += f" [{low - 1:+.0%}, {high - 1:+.0%}]"
-    return text
-
-
-def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = None, *,
-             alpha: float = 0.05, pairs: str = "baseline") -> pd.DataFrame:
-    """Pairwise comparisons per cell: each server against the baseline (``pairs="all"``: every pair).
-
-    A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
-    at confidence ``1 - alpha`` (:func:`ratio_ci`) excludes 1. The ``verdict`` column reads, for example,
-    ``"spring-jetty vs spring-tomcat: +78% rps [+70%, +86%], significant (Mann-Whitney p=0.008)"`` or
-    ``"... not distinguishable at 3 repeats (Welch t p=0.31)"``; forks that ran in rounds are judged by round
-    (:func:`.cells.rounds`), ``"... not distinguishable at 6 rounds (Wilcoxon signed-rank p=0.31)"``.
-    """
-    baseline = pick_baseline(runs, baseline)
-    rows = []
-    keys, groups = cells.group(cells.forks(cells.ok(runs)))  # fork means: the unit of every test
-    for cell, group in groups:
-        cell = cell if isinstance(cell, tuple) else (cell,)
-        servers = list(dict.fromkeys(group["server"]))
-        if pairs == "all":
-            pairings = [(a, b) for i, b in enumerate(servers) for a in servers[i + 1:]]
-        else:
-            pairings = [(s, baseline) for s in servers if s != baseline and baseline in servers]
-        for server, against in pairings:
-            a, b, paired = cells.rounds(group[group["server"] == server], group[group["server"] == against], metric,
-                                      alpha=alpha)
-            ratio, low, high = ratio_ci(a, b, alpha=alpha, paired=paired)
-            test, p = test_difference(a, b, alpha=alpha, paired=paired)
-            significant = bool(intervals.significant(p, low, high, alpha))
-            n = count(a, b, paired)
-            unit = "round" if paired else "repeat"
-            change = _format_change(metric, ratio, low, high)
-            if significant:
-                tail = f"significant ({test} {_format_p(p)})"
-            elif test == "none":
-                least = f"{rounds_needed(alpha)} rounds" if paired else "2 each"  # `pairs` is an option here
-                tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least {least} are needed)"
-            elif math.isnan(p):
-                tail = f"not distinguishable at {n} {unit}s (no {unit} differed from the others)"
-            else:
-                tail = f"not distinguishable at {n} {unit}s ({test} {_format_p(p)})"
-            better = None
-            if significant:
-                better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)
-            row = {c: cells.restore(v) for c, v in zip(keys, cell)}
-            row.update(metric=metric, server=server, baseline=against, change=ratio - 1,
-                       change_low=low - 1, change_high=high - 1, p_value=p, test=test, significant=significant,
-                       better=better, verdict=f"{server} vs {against}: {change}, {tail}")
-            rows.append(row)
-    return pd.DataFrame(rows, columns=[*keys, "metric", "server", "baseline", "change", "change_low",
-                                       "change_high", "p_value", "test", "significant", "better", "verdict"])
+def _by_cell(frame: pd.DataFrame) -> dict:
+    """``{cell: rows}`` of a frame, each cell a tuple as :func:`cells.group` names it."""
+    if frame.empty:
+        return {}
+    _, grouped = cells.group(frame)
+    return {(cell if isinstance(cell, tuple) else (cell,)): rows for cell, rows in grouped}
 
 
 def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
@@ -332,11 +288,6 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
     extra = ["windows", "within_cv"] if unit == "fork" else []
     return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv", *extra]].set_index(
         [*keys, "server"])
-
-
-def _format_p(p: float) -> str:
-    # The normal approximation of thousands of clearly different repeats gives a p below the smallest float.
-    return "p<1e-300" if p == 0 else f"p={p:.3g}"
 
 
 def _format_ci(low: float, high: float) -> str:

@@ -146,10 +146,10 @@ class Suite:
 
     def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
                  pairs: str = "baseline"):
-        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.analysis.stats.verdicts`."""
-        from . import stats
+        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.analysis.verdicts.verdicts`."""
+        from .verdicts import verdicts
 
-        return stats.verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
+        return verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
 
     def table(self, metric: str = "rps", *, alpha: float = 0.05):
         """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.analysis.stats.table`."""

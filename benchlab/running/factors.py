@@ -101,7 +101,7 @@ def run_options(factors: dict, given: dict) -> list[dict]:
 def verdicts(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
     """Each variant against the first variant of the same server (the factors' first values), per cell.
 
-    The rows are those of :func:`benchlab.analysis.stats.verdicts`; ``baseline`` names the variant compared with.
+    The rows are those of :func:`benchlab.analysis.verdicts.verdicts`; ``baseline`` names the variant compared with.
 
     Example
     -------
@@ -112,14 +112,14 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) ->
     """
     import pandas as pd
 
-    from ..analysis import stats
+    from ..analysis.verdicts import verdicts as judged
 
     frames = []
     for _, group in runs.groupby(runs["server"].map(base_name), sort=False):
         if group["server"].nunique() > 1:
-            frames.append(stats.verdicts(group, metric=metric, baseline=group["server"].iloc[0], alpha=alpha))
+            frames.append(judged(group, metric=metric, baseline=group["server"].iloc[0], alpha=alpha))
     if not frames:
-        return stats.verdicts(runs.iloc[0:0], metric=metric, alpha=alpha)
+        return judged(runs.iloc[0:0], metric=metric, alpha=alpha)
     return pd.concat(frames, ignore_index=True)
 
 
