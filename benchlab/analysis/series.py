@@ -198,3 +198,32 @@ def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
     low = min(found, key=lambda s: s.mean)
     high = max(found, key=lambda s: s.mean)
     return {"dip": round(low.mean / high.mean - 1.0, 4), "dip_s": round(low.length * width, 3)}
+
+
+def of_run(run) -> pd.DataFrame | None:
+    """A stored run's series (:func:`window`), with its ``id``, ``server``, ``status``, ``fork`` and ``iteration``;
+    None for a run without samples (a failed one).
+
+    >>> from benchlab.store.results import Run
+    >>> rows = [(t / 4, "load", 50.0, 1, 1000.0 * t) for t in range(9)]
+    >>> run = Run(id="r", params={"server": "s", "server_cpus": [0], "load_cpus": [1]}, metrics={"rps": 4e3},
+    ...           metadata={}, samples=rows)
+    >>> of_run(run)[["id", "t", "rps"]].values.tolist()
+    [['r', 0.0, 4000.0], ['r', 1.0, 4000.0]]
+    """
+    if not run.samples:
+        return None
+    params, metrics = run.params, run.metrics
+    cores = (run.metadata or {}).get("cores") or {}
+    spare = cores.get("benchlab_cpus") if isinstance(cores, dict) else None
+    load_cpus = params.get("load_cpus") or []
+    frame = window(run.samples, run.counters, run.machine, rps=metrics.get("rps"), seconds=metrics.get("elapsed_s"),
+                   server_cores=len(params.get("server_cpus") or []) or 1,
+                   load_cores=len([c for c in load_cpus if c not in (params.get("server_cpus") or [])]) or 1,
+                   benchlab_on_load=not spare or set(spare) <= set(load_cpus))
+    frame.insert(0, "iteration", params.get("iteration") or 1)
+    frame.insert(0, "fork", params.get("fork") or f"{run.id}@{run.started_at}")
+    frame.insert(0, "status", run.status)
+    frame.insert(0, "server", params.get("server"))
+    frame.insert(0, "id", run.id)
+    return frame

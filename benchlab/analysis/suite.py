@@ -120,6 +120,20 @@ class Suite:
         return self._histograms
 
     @property
+    def series(self):
+        """Every measured window second by second, one row per run and second: ``id``, ``server``, ``status``,
+        ``fork``, ``iteration``, then :data:`benchlab.analysis.series.COLUMNS` (throughput, the run's own CPU, what
+        other processes and the host took of its cores, JIT, GC, and whether the second was disturbed). Runs
+        stored before the machine was watched have no machine columns (NaN); a damaged samples file gives none."""
+        import pandas as pd
+
+        from . import series
+
+        frames = [f for f in self._each(series.of_run) if f is not None and len(f)]
+        columns = ["id", "server", "status", "fork", "iteration", *series.COLUMNS]
+        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+    @property
     def warmups(self):
         """The warm-up curves, one row per slice (:func:`benchlab.analysis.steady.curves`)."""
         from .steady import curves

@@ -30,6 +30,7 @@ from .factors import interaction
 from .frames import NINES_TICKS, describe, machine, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
+from .series import series
 from .spectrum import spectrum
 from .timeline import resources, warmup
 
@@ -39,6 +40,7 @@ __all__ = [
     "spectrum",
     "sweep",
     "resources",
+    "series",
     "warmup",
     "published",
     "rate_sweep",
