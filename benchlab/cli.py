@@ -111,7 +111,16 @@ def cmd_show(args) -> int:
 
     with warnings.catch_warnings():  # the damaged files are printed with the flags, a line each
         warnings.simplefilter("ignore")
-        print_suite(load(*args.paths, baseline=args.baseline))
+        suite = load(*args.paths, baseline=args.baseline)
+        written = []
+        if args.hdr is not None:  # before printing: a mistake here is the one line the command prints
+            from .present.export import export_hdr
+
+            given = {k.removeprefix("hdr_"): v for k, v in vars(args).items() if k in ("hdr_unit", "hdr_digits")}
+            written = export_hdr(suite, args.hdr, **given)
+        print_suite(suite)
+    for path in written:
+        print(f"wrote {path}")
     return 0
 
 
@@ -200,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print the summary, verdicts and flags of stored results")
     p.add_argument("paths", nargs="+", help="results directories")
     p.add_argument("--baseline", default=None)
+    p.add_argument("--hdr", default=None, metavar="DIR",
+                   help="also write each cell's latency as an HdrHistogram log in DIR (docs/hdrhistogram.md)")
+    p.add_argument("--hdr-unit", default=argparse.SUPPRESS, metavar="UNIT",
+                   help="what the logs' whole numbers count: ns, us or ms (default: us, as wrk2 writes)")
+    p.add_argument("--hdr-digits", default=argparse.SUPPRESS, type=int, metavar="N",
+                   help="HdrHistogram's significant digits, 1 to 5 (default: 3, 0.1%%)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("doctor", help="list the load tools and runtimes: installed, version, how to install")

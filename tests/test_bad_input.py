@@ -133,6 +133,19 @@ def _damaged_results(tmp: Path) -> None:
     for run_id in ("a", "b"):
         stored("all-damaged", lambda doc: doc.pop("id"))
         os.rename(tmp / "all-damaged" / "r1", tmp / "all-damaged" / run_id)
+    save(good, tmp / "no-histogram" / "r1")
+    _hdr_logs(tmp, Histogram.of([0.001, 0.002]))
+
+
+def _hdr_logs(tmp: Path, histogram) -> None:
+    """HdrHistogram logs the import rows name: one damaged, one in nanoseconds, one whose intervals last 0 s."""
+    from benchlab.store import hdrlog
+
+    window = hdrlog.Window(histogram, start=1.7e9, seconds=10.0)
+    hdrlog.write(tmp / "ns.hlog", [window], unit="ns")
+    hdrlog.write(tmp / "no-time.hlog", [window._replace(seconds=0.0)])
+    text = hdrlog.written([window])
+    (tmp / "damaged.hlog").write_text(text[:-20] + "\n")  # cut short, as a copy that was interrupted
 
 
 def _in_process(text: str, results: Path, marker: str, monkeypatch, capsys) -> tuple[int, str]:

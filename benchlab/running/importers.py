@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
-from ..schema import SECONDS
+from ..schema import PERCENTILE_COLUMNS, SECONDS
 from ..store.files import slug, under
+from ..store.histogram import Histogram
 from ..store.results import Run, save
 
 
@@ -22,12 +23,18 @@ def _params(server: str, scenario: str, driver: str, load: str, **values) -> dic
     return params
 
 
-def _store(record: Run, results_dir, raw_name: str, text: str) -> Run:
-    """With ``results_dir``, keep the run (and the text it came from) where :func:`benchlab.load` finds it."""
+def _store(record: Run, results_dir, raw_name: str, text: str | bytes, histogram: Histogram | None = None) -> Run:
+    """With ``results_dir``, keep the run (and the text it came from, and its histogram) where
+    :func:`benchlab.load` finds it; run.json last, as a run of benchlab's own."""
     if results_dir is not None:
         directory = under(results_dir, record.id)  # the id is a slug already; checked again, as every folder is
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / raw_name).write_text(text)
+        if isinstance(text, bytes):
+            (directory / raw_name).write_bytes(text)
+        else:
+            (directory / raw_name).write_text(text)
+        if histogram is not None:
+            histogram.save(directory)
         save(record, directory)
     return record
 
@@ -100,6 +107,63 @@ def import_jtl(jtl: str | Path, *, server: str, label: str | None = None, scenar
         started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
     )
     return _store(record, results_dir, "results.jtl", text)
+
+
+def import_hdr(log: str | Path, *, server: str, label: str | None = None, scenario: str = "hello",
+               driver: str = "hdrhistogram", connections: int | None = None, rate: float | None = None,
+               unit: str = "us", tag: str | None = None, duration: str | float | None = None, repeat: int = 1,
+               results_dir: str | Path | None = None) -> Run:
+    """A :class:`Run` from an HdrHistogram log (wrk2, Hyperfoil, HdrHistogram's tools, :func:`benchlab.export_hdr`).
+
+    Its intervals are added (HdrHistogram's add) into the run's latency, kept in benchlab's buckets
+    (``latency.json``) with the log itself beside it (``latency.hlog``). ``unit`` is what the log's whole
+    numbers count: "us" (wrk2's), "ns" (Hyperfoil's, HdrHistogram's Java tools') or "ms"; a log benchlab wrote
+    says its own, and a different ``unit`` is refused. The requests are the latencies recorded, over the
+    seconds the intervals cover (or ``duration``, where they do not say); ``tag`` picks one tag of a log
+    that has several. ``driver`` names the tool that recorded the log; ``connections`` and ``rate`` file it in
+    the cell it measured. Percentiles are within HdrHistogram's bucket and benchlab's 0.5%
+    (docs/hdrhistogram.md). With ``results_dir`` the run is also stored there, for :func:`benchlab.load`.
+
+    Example
+    -------
+    >>> import benchlab
+    >>> run = benchlab.import_hdr("wrk2.hlog", server="nginx", driver="wrk2", rate=2000,
+    ...                           results_dir="data/results/imported")   # doctest: +SKIP
+    """
+    from ..store import hdrlog
+    from .load import parse_duration
+
+    if not server:
+        raise UsageError("import_hdr needs server=..., the name to file the run under")
+    given = None if duration is None else parse_duration(duration)
+    found = hdrlog.read(log, unit=unit, tag=tag)
+    seconds = given or found.covered
+    if not seconds:
+        raise UsageError(f"{log}: its intervals cover no time (their lengths are 0): give duration=, the time its "
+                         "latencies were recorded over, such as '60s'")
+    h = found.histogram
+    metrics = {"requests": h.count, "elapsed_s": seconds, "rps": h.count / seconds, "lat_min": h.min,
+               "lat_mean": h.mean, "lat_stdev": found.stdev, "lat_max": h.max, "target_rps": rate,
+               **{name: float(v) for name, v in zip(PERCENTILE_COLUMNS, h.percentiles(PERCENTILE_COLUMNS.values()))}}
+    digest = hashlib.sha256(found.raw + str(tag).encode()).hexdigest()[:10]
+    started = _dt.datetime.fromtimestamp(found.start, _dt.timezone.utc) if found.start is not None else _now()
+    span = found.end - found.start if found.start is not None and found.end is not None else seconds
+    record = Run(
+        id=slug(f"import-{server}-{scenario}-r{repeat}-{digest}"),
+        params=_params(server, scenario, driver, "rate" if rate else "duration", repeat=repeat, duration=seconds,
+                       connections=connections, rate=rate),
+        metrics=metrics,
+        metadata={"imported": {"source": "HdrHistogram log", "file": Path(log).name, "unit": unit, "tag": tag,
+                               "digits": found.digits, "intervals": found.intervals}},
+        label=label, key=f"import-{server}-{scenario}", suite=label,
+        started_at=started.isoformat(timespec="milliseconds"),
+        finished_at=(started + _dt.timedelta(seconds=span)).isoformat(timespec="milliseconds"),
+    )
+    return _store(record, results_dir, "latency.hlog", found.raw, histogram=h)
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
 
 
 def published(experiment: str = "wrk"):
