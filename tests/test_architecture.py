@@ -206,7 +206,6 @@ VOCABULARY = {
     "percentile columns": tuple(schema.PERCENTILE_COLUMNS),
     "percentiles": tuple(schema.PERCENTILE_COLUMNS.values()),
     "cell": schema.CELL,
-    "cell without driver": tuple(c for c in schema.CELL if c != "driver"),
     "server and cell": ("server", *schema.CELL),
     "latency columns": schema.LATENCY_COLUMNS,
     "flags": tuple(schema.FLAGS),

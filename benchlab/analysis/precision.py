@@ -13,24 +13,28 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import schema
 from ..schema import AUTO
 from ..store.results import span
 from . import cells, pairs, stats
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs; a cell is every parameter but server,
-    repeat, iteration and fork."""
+    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs, each cell named by :func:`_cell`."""
     windows: dict[str, dict[str, dict[str, list[float]]]] = {}
     for record in records:
         if record.status != "ok":
             continue
-        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
-        cell = json.dumps(params, sort_keys=True, default=str)
+        cell = _cell(record)
         fork = cells.fork_key(record.params.get("fork"), record.id, record.started_at)
         windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
             record.metrics.get("rps"))
     return windows
+
+
+def _cell(record) -> str:
+    """A record's cell (:func:`benchlab.schema.cell`, as the summary groups its runs) as one text."""
+    return json.dumps(schema.cell(record.params, record.label), default=str)
 
 
 def _cells(records) -> dict[str, dict[str, pd.DataFrame]]:
@@ -144,9 +148,8 @@ def beyond_round(records, w2: float) -> float:
         rps = record.metrics.get("rps")
         if record.status != "ok" or not isinstance(rps, (int, float)) or not rps > 0:
             continue
-        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
         fork = forks.setdefault(cells.fork_key(record.params.get("fork"), record.id, record.started_at), {
-            "cell": json.dumps(params, sort_keys=True, default=str), "server": record.params["server"],
+            "cell": _cell(record), "server": record.params["server"],
             "round": (record.suite, record.params.get("repeat")), "logs": []})
         fork["logs"].append(math.log(rps))
     by_cell: dict[str, dict] = {}

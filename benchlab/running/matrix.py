@@ -56,7 +56,12 @@ def load_tag(spec: RunSpec) -> str:
 def run_name(spec: RunSpec, repeat: int) -> str:
     """The run's directory name in a comparison: readable, and the same for the same cell and repeat."""
     return slug(f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-"
-                f"{spec.cell_key()[:8]}")
+                f"{_server_and_cell(spec)[:8]}")
+
+
+def _server_and_cell(spec: RunSpec) -> str:
+    """The spec's server and cell as one key: two servers whose names make one folder name stay apart."""
+    return hashlib.sha256(f"{spec.server.name}\n{spec.cell_key()}".encode()).hexdigest()[:12]
 
 
 def check_repeats(repeats, *, auto: bool = False) -> None:
@@ -134,5 +139,5 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
 
 
 def suite_id(runs: list[tuple[int, RunSpec]]) -> str:
-    keys = sorted({spec.cell_key() for _, spec in runs})
+    keys = sorted({_server_and_cell(spec) for _, spec in runs})
     return hashlib.sha256(",".join(keys).encode()).hexdigest()[:10]

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import cores
+from .. import cores, schema
 from ..errors import UsageError
 from . import backends, drivers, process, servers, variants
 from .load import Load, parse_duration
@@ -220,11 +220,11 @@ class RunSpec:
                                startup_timeout=self.startup_timeout,
                                start_cpus=tuple(self.load_cpus) if self.backend == "local" else ())
 
-    def cell_key(self) -> str:
-        """A stable name for everything but the repeat: the same parameters give the same key."""
-        params = self.params()
-        params.pop("repeat")
-        return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    def cell_key(self, label: str | None = None) -> str:
+        """A stable name for the cell of this spec's runs stored with ``label`` (:func:`benchlab.schema.cell`): a
+        spec of another server at the same setup has the same key, and a spec of another setup another."""
+        cell = json.dumps(schema.cell(self.params(), label), default=str)
+        return hashlib.sha256(cell.encode()).hexdigest()[:12]
 
 
 def _choice(name: str, value, choices) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES
+from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES, cell
 from . import validate
 from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
@@ -86,16 +86,9 @@ class Run:
 
     # -- views -----------------------------------------------------------------------------------
     def row(self) -> dict:
-        from ..cores import format_cpus
-
         row = _EMPTY_ROW.copy()
         row.update({k: v for k, v in self.params.items() if k in _COLUMN_SET})
-        for name in ("server_cpus", "load_cpus"):
-            cpus = row[name]
-            if isinstance(cpus, (list, tuple)):
-                row[name] = format_cpus(cpus)
-        if isinstance(row["jvm_opts"], (list, tuple)):
-            row["jvm_opts"] = " ".join(row["jvm_opts"])
+        row.update(cell(self.params, self.label))  # the cell's columns as every statistic groups them
         metrics = self.metrics
         row.update({k: v for k, v in metrics.items() if k in _COLUMN_SET})
         server = _mapping(self.metadata.get("server"))
