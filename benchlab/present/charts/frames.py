@@ -144,15 +144,15 @@ def with_setup(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return frame, ({"strokeDash": alt.StrokeDash("setup:N", title="setup")} if mixed else {})
 
 
-def interval(values: Iterable[float]) -> tuple[float, float, float, int]:
-    """Mean and 95 % CI of the repeats, by :func:`benchlab.analysis.stats.mean_ci`, so charts match the tables."""
-    from ...analysis.stats import mean_ci
+def interval(runs: pd.DataFrame, metric: str) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of ``metric`` over ``runs``, a cell's runs of one server, as the summary takes them:
+    each fork's windows averaged first (:func:`benchlab.analysis.cells.fork_means`), then the mean of the fork
+    means and its 95 % interval (:func:`benchlab.analysis.stats.describe`), so a chart and the table beside it
+    agree; ``n`` counts forks."""
+    from ...analysis.stats import describe
 
-    kept = [v for v in (number(x) for x in values) if v is not None]
-    if not kept:
-        return (math.nan, math.nan, math.nan, 0)
-    low, high, _method = mean_ci(kept)
-    return (sum(kept) / len(kept), low, high, len(kept))
+    d = describe(cells.fork_means(runs[metric], cells.fork_keys(runs)))
+    return d["mean"], d["ci_low"], d["ci_high"], d["n"]
 
 
 def machine(metadata: Mapping) -> str:
