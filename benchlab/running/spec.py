@@ -73,8 +73,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a "
-           "time such as 30s"),
+    Option("warmup", "text", "both", "warm-up before each measurement: auto (until the JIT is quiet and throughput "
+           "steady) or a time such as 30s"),
     Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
     Option("load", "text", "both", "the load model", LOAD_MODELS),
     Option("users", "int", "run", "count model: parallel users"),

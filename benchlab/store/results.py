@@ -49,7 +49,8 @@ def _frozen(value):
 
 @dataclass(frozen=True)
 class Run:
-    """One measured (or failed) run. Build it with :meth:`make`; it checks its fields.
+    """One measured (or failed) run; building it checks its fields (a status of :data:`STATUSES`, a
+    finished run's rps, an id).
 
     ``params`` is what was asked, ``metrics`` what was measured, ``samples`` the monitor's
     ``(t, role, cpu, rss, io)`` rows (a :class:`Samples` in a run read back), ``counters`` the server JVM's
