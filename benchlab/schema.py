@@ -10,6 +10,7 @@ here, so a new percentile or error kind is added in one place. Values are in sec
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, get_args
 
 from .cores import format_cpus
 
@@ -178,9 +179,12 @@ FLAGS = {
     "damaged": "{line}",
 }
 
-#: What a published claim is judged to be from our runs (:func:`benchlab.analysis.claims.judge`), and what each
-#: word means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed when any pair is.
-CLAIM_VERDICTS = {
+#: What a published claim can be judged to be from our runs (:func:`benchlab.analysis.claims.judge`).
+ClaimVerdict = Literal["holds", "differs", "reversed", "inconclusive", "not testable here"]
+
+#: What each :data:`ClaimVerdict` means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed
+#: when any pair is.
+CLAIM_VERDICTS: dict[ClaimVerdict, str] = {
     "holds": "significant, in the published direction, and the published ratio is inside our interval",
     "differs": "significant, in the published direction, but our interval excludes the published ratio",
     "reversed": "significant, in the other direction",
@@ -191,7 +195,8 @@ CLAIM_VERDICTS = {
 
 #: The verdict of a claim judged under two protocols (:func:`benchlab.analysis.claims.protocols`) when they
 #: disagree; where they agree, the verdict is the controlled protocol's.
-PROTOCOL_SENSITIVE = {
+Sensitive = Literal["protocol-sensitive"]
+PROTOCOL_SENSITIVE: dict[Sensitive, str] = {
     "protocol-sensitive": "holds under its source's own protocol and not under benchlab's controlled one, or the "
                           "reverse: how the runs were taken decides the answer",
 }
@@ -216,9 +221,40 @@ def base_name(server: str) -> str:
 #: and ``iterations`` (the windows a fork, by Kalibera and Jones' rule).
 AUTO = "auto"
 
+# --- the closed sets: each a Literal that mypy checks where it is annotated, and the tuple of its values ---------
+
 #: What a stored run can be: finished, or failed with its error. A damaged stored run has no status, since it
 #: was never read; it is a ``damaged`` flag (:data:`FLAGS`).
-STATUSES = ("ok", "failed")
+Status = Literal["ok", "failed"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+#: Where a server runs: a pinned local process, or a container with a cpuset (:mod:`benchlab.running.backends`).
+BackendName = Literal["local", "docker"]
+BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
+
+#: The load models (:mod:`benchlab.running.load`): a closed loop for a time, a closed loop of a count of
+#: requests, an open loop at a rate.
+LoadModel = Literal["duration", "count", "rate"]
+LOAD_MODELS: tuple[LoadModel, ...] = get_args(LoadModel)
+
+#: The order of a comparison's runs in each repeat (:func:`benchlab.running.matrix.matrix`): servers in turn,
+#: or shuffled with a seed.
+Order = Literal["interleaved", "shuffled"]
+ORDERS: tuple[Order, ...] = get_args(Order)
+
+#: When a comparison starts a server: a fresh one for each fork, or one per server kept for all its runs.
+Restart = Literal["each-run", "never"]
+RESTARTS: tuple[Restart, ...] = get_args(Restart)
+
+#: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the
+#: forks of a round alive together with their windows interleaved ("windows": :mod:`benchlab.running.rounds`).
+Interleave = Literal["forks", "windows"]
+INTERLEAVES: tuple[Interleave, ...] = get_args(Interleave)
+
+#: A warm-up's class after Barrett et al. (:func:`benchlab.analysis.changepoints.classify`): no change, faster
+#: at the end, slower at the end, or a last segment too short to be a steady state.
+WarmupClass = Literal["flat", "warm-up", "slowdown", "no steady state"]
+WARMUP_CLASSES: tuple[WarmupClass, ...] = get_args(WarmupClass)
 
 
 def cell(params: Mapping, label: str | None = None) -> dict:

@@ -213,6 +213,8 @@ VOCABULARY = {
     "flags": tuple(schema.FLAGS),
     "time units": tuple(schema.SECONDS),
     "statuses": schema.STATUSES,
+    "warm-up classes": schema.WARMUP_CLASSES,
+    "claim verdicts": tuple(schema.CLAIM_VERDICTS),
 }
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..schema import AUTO
+from ..schema import AUTO, Interleave
 from ..store.results import span
 from . import cells, pairs, stats
 
@@ -85,7 +85,7 @@ PILOT_WINDOWS = 3
 #: (``benchmarks/turnaround.py --verdict``, 27 rounds of 8 windows), where the time to +/-5% fell from 0.267 of one
 #: window a fork at 4 windows to 0.244 at 8. Past 8 the model's saving is its own word: a pilot of two rounds
 #: often reads the forks' spread beyond their round as 0, and the model then asks for windows without end.
-MAX_WINDOWS = {"forks": 10, "windows": 8}
+MAX_WINDOWS: dict[Interleave, int] = {"forks": 10, "windows": 8}
 
 
 def costs(records) -> tuple[float, float]:
@@ -191,7 +191,7 @@ def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> floa
     return (b2 + w2 / m) * (fork_s + m * window_s) / ((b2 + w2) * (fork_s + window_s))
 
 
-def design(records, *, interleave: str = "forks", paired: bool = False) -> dict:
+def design(records, *, interleave: Interleave = "forks", paired: bool = False) -> dict:
     """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
@@ -236,7 +236,7 @@ class Rule:
     (False, 2)
     """
 
-    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: str = "forks"):
+    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: Interleave = "forks"):
         self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
         self.interleave = interleave
         self.iterations, self.precision, self.baseline = iterations, precision, baseline

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..schema import AUTO, SECONDS  # warmup=AUTO: warm until warm (benchlab.running.warmup)
+from ..schema import AUTO, LOAD_MODELS, SECONDS, LoadModel  # warmup=AUTO: warm until warm (benchlab.running.warmup)
 
-MODELS = ("duration", "count", "rate")
+MODELS = LOAD_MODELS
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -66,7 +66,7 @@ class Load:
     100000
     """
 
-    model: str = "duration"
+    model: LoadModel = "duration"
     connections: int = 200
     threads: int = 1
     duration: float = 30.0

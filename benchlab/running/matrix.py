@@ -6,11 +6,11 @@ import hashlib
 import random
 
 from ..errors import UsageError
-from ..schema import AUTO
+from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS, Interleave, Order, Restart
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
-from .spec import INTERLEAVES, ORDERS, RESTARTS, RunSpec, prepare
+from .spec import RunSpec, prepare
 
 
 def as_list(value, name: str) -> list:
@@ -73,7 +73,8 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
         raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
 
 
-def check_design(*, repeats, iterations, precision, max_repeats, restart, interleave="forks", port=None) -> None:
+def check_design(*, repeats, iterations, precision, max_repeats, restart: Restart, interleave: Interleave = "forks",
+                 port=None) -> None:
     """The options that shape a comparison rather than one run: the forks, the windows a fork and their order,
     the precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
     if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
@@ -96,7 +97,7 @@ def check_design(*, repeats, iterations, precision, max_repeats, restart, interl
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
 
 
-def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,
+def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order: Order = "interleaved", seed=None,
            load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
            ) -> list[tuple[int, RunSpec]]:
     """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.

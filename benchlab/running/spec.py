@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import cores, schema
 from ..errors import UsageError
+from ..schema import INTERLEAVES, LOAD_MODELS, ORDERS, RESTARTS, BackendName, LoadModel
 from . import backends, drivers, process, servers, variants
 from .load import Load, parse_duration
 
@@ -44,13 +45,6 @@ class Option:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-
-LOAD_MODELS = ("duration", "count", "rate")
-ORDERS = ("interleaved", "shuffled")
-RESTARTS = ("each-run", "never")
-#: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the
-#: forks of a round alive together with their windows interleaved ("windows": benchlab.running.rounds).
-INTERLEAVES = ("forks", "windows")
 
 #: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
@@ -95,7 +89,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("seed", "int", "compare", "the seed of order=shuffled"),
     Option("restart", "text", "compare", "a fresh server for each run, or one per server kept for all", RESTARTS),
     Option("baseline", "text", "compare", "the server the others are compared with (default: the first)"),
-    Option("backend", "text", "both", "where the server runs", tuple(backends.NAMES)),
+    Option("backend", "text", "both", "where the server runs", backends.NAMES),
     Option("server_cpus", "text", "both", "cores for the server, e.g. 0 or 0-3 (default: the first half)"),
     Option("load_cpus", "text", "both", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)"),
     Option("jvm_opts", "repeat", "both", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m"),
@@ -151,7 +145,7 @@ class RunSpec:
     scenario: servers.Scenario
     load: Load
     driver: str
-    backend: str
+    backend: BackendName
     server_cpus: tuple[int, ...]
     load_cpus: tuple[int, ...]
     jvm_opts: tuple[str, ...] = ()
@@ -290,7 +284,7 @@ def check_tools(spec: RunSpec) -> None:
             process.require(program, install)
 
 
-def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
+def _load(model: LoadModel, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
           plan, pipeline=1, keepalive=True) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user)."""
     _choice("load", model, LOAD_MODELS)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES, cell
+from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES, Status, cell
 from . import validate
 from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Samples, document  # noqa: F401
@@ -64,7 +64,7 @@ class Run:
     metadata: Mapping
     samples: Sequence = ()
     counters: Sequence = ()
-    status: str = "ok"
+    status: Status = "ok"
     error: str | None = None
     suite: str | None = None
     label: str | None = None
