@@ -41,11 +41,13 @@ def test_two_stored_runs_of_one_server_differing_only_in_pipeline_are_two_cells(
 
     summary = suite.summary(["rps"])
     tomcat = summary[summary["server"] == "spring-tomcat"]
+    assert len(tomcat) == 2, "one row a cell: pipelined 16 deep, and not"
     assert sorted(tomcat["pipeline"]) == [1, 16]
     assert sorted(tomcat["n"]) == [3, 3]
     assert sorted(tomcat["mean"].round()) == [1002.0, 8002.0]  # never one mean of both depths
 
     verdicts = suite.verdicts(baseline="spring-tomcat")
+    assert len(verdicts) == 2, "jetty against tomcat in each cell"
     assert sorted(verdicts["pipeline"]) == [1, 16]
     assert all(abs(c - 0.1) < 0.01 for c in verdicts["change"])
 
