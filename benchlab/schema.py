@@ -9,6 +9,11 @@ here, so a new percentile or error kind is added in one place. Values are in sec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Literal, get_args
+
+from .cores import format_cpus
+
 #: The kinds of failed request every driver counts, each in its own ``errors_<kind>`` column.
 ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
 
@@ -75,12 +80,13 @@ ACCEPT_QUEUE_NOTE = ("{connections:.0f} connections opened at once against an ac
 #: variant's java setting (17, 25); ``java``, the run's java option, is the JVM of servers without one.
 SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 
-#: What a run was asked to do; with ``repeat`` they name its cell and identity.
+#: What a run was asked to do, as the runs frame shows it: its server, its cell (:data:`CELL`, the label
+#: aside) and what :data:`NOT_CELL` leaves out of it.
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
-    "keepalive",
-    "duration", "warmup", "timeout", "backend", "server_cpus", "load_cpus", "load_cores", "memory",
-    "jvm_opts", "java", "cds", *SETTINGS, "repeat", "iteration", "fork",
+    "keepalive", "ramp_up", "plan",
+    "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "server_cpus", "load_cpus",
+    "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "iteration", "fork",
 )
 
 #: A fork is one server process, warmed once; its iterations are the windows measured back to back in it
@@ -111,8 +117,36 @@ COLUMNS = (
     *METRICS, *RESOURCES, *LIMITS,
 )
 
-#: The columns that, with the server, name a cell of a comparison (the runs a statistic pools).
-CELL = ("scenario", "load", "driver", "connections", "rate", "users", "loops")
+#: A run's cell: the runs of one setup, which every statistic pools per server. Its columns are the load (the
+#: scenario, the model, the tool and its shape) and everything else that changes what is measured (the
+#: measured and warm-up times, the backend and its image, the cores, the JVM) and the run's label (the
+#: machine or the change measured, as the user names it). :func:`cell` names a run's cell; runs that differ
+#: in any of these are never pooled.
+CELL = (
+    "scenario", "load", "driver", "connections", "rate", "users", "loops", "threads", "pipeline", "keepalive",
+    "ramp_up", "plan", "duration", "warmup", "timeout", "backend", "base_image", "load_in_container",
+    "server_cpus", "load_cpus", "memory", "jvm_opts", "java", "cds", "label",
+)
+
+#: The value of a cell's parameter in a run stored before that parameter was asked: what such a run did. A
+#: parameter missing from a run and not here is None (for ``base_image``: the backend's default image).
+CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_container": False}
+
+#: The parameters a run stores that are not in its cell, and why.
+NOT_CELL = {
+    "server": "what a cell compares: each statistic is taken per cell and server",
+    "repeat": "numbers a cell's forks, which its statistics pool",
+    "iteration": "numbers a fork's windows, which its mean pools",
+    "fork": "names the server process a window ran in, which its mean pools",
+    **dict.fromkeys(SETTINGS, "a variant's setting, named by its server (spring-tomcat+vt@java25): it differs "
+                              "between the servers a cell compares"),
+    "path": "how the server spells the scenario (the scenario is in the cell): servers of one cell may spell it "
+            "apart",
+    "method": "how the server spells the scenario, as path",
+    "load_cores": "the count of load_cpus, which is in the cell",
+    "docker_host": "where a docker engine is reached: an address of the machine, which no cell names",
+    "load_docker_host": "where the load tool's docker engine is reached, as docker_host",
+}
 
 #: Seconds per time unit, as the load tools and the duration strings write them.
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -162,9 +196,12 @@ FLAGS = {
     "damaged": "{line}",
 }
 
-#: What a published claim is judged to be from our runs (:func:`benchlab.analysis.claims.judge`), and what each
-#: word means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed when any pair is.
-CLAIM_VERDICTS = {
+#: What a published claim can be judged to be from our runs (:func:`benchlab.analysis.claims.judge`).
+ClaimVerdict = Literal["holds", "differs", "reversed", "inconclusive", "not testable here"]
+
+#: What each :data:`ClaimVerdict` means. An ordering ("a<b<c") holds when every adjacent pair holds, is reversed
+#: when any pair is.
+CLAIM_VERDICTS: dict[ClaimVerdict, str] = {
     "holds": "significant, in the published direction, and the published ratio is inside our interval",
     "differs": "significant, in the published direction, but our interval excludes the published ratio",
     "reversed": "significant, in the other direction",
@@ -175,7 +212,8 @@ CLAIM_VERDICTS = {
 
 #: The verdict of a claim judged under two protocols (:func:`benchlab.analysis.claims.protocols`) when they
 #: disagree; where they agree, the verdict is the controlled protocol's.
-PROTOCOL_SENSITIVE = {
+Sensitive = Literal["protocol-sensitive"]
+PROTOCOL_SENSITIVE: dict[Sensitive, str] = {
     "protocol-sensitive": "holds under its source's own protocol and not under benchlab's controlled one, or the "
                           "reverse: how the runs were taken decides the answer",
 }
@@ -200,8 +238,66 @@ def base_name(server: str) -> str:
 #: and ``iterations`` (the windows a fork, by Kalibera and Jones' rule).
 AUTO = "auto"
 
+# --- the closed sets: each a Literal that mypy checks where it is annotated, and the tuple of its values ---------
+
 #: What a stored run can be: finished, failed with its error, or retaken: a window that finished but was
 #: disturbed (flags interference, steal, dip) and measured again in the same fork; it is kept on disk and shown,
 #: and enters no statistic. A damaged stored run has no status, since it was never read; it is a ``damaged``
 #: flag (:data:`FLAGS`).
-STATUSES = ("ok", "failed", "retaken")
+Status = Literal["ok", "failed", "retaken"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+#: Where a server runs: a pinned local process, or a container with a cpuset (:mod:`benchlab.running.backends`).
+BackendName = Literal["local", "docker"]
+BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
+
+#: The load models (:mod:`benchlab.running.load`): a closed loop for a time, a closed loop of a count of
+#: requests, an open loop at a rate.
+LoadModel = Literal["duration", "count", "rate"]
+LOAD_MODELS: tuple[LoadModel, ...] = get_args(LoadModel)
+
+#: The order of a comparison's runs in each repeat (:func:`benchlab.running.matrix.matrix`): servers in turn,
+#: or shuffled with a seed.
+Order = Literal["interleaved", "shuffled"]
+ORDERS: tuple[Order, ...] = get_args(Order)
+
+#: When a comparison starts a server: a fresh one for each fork, or one per server kept for all its runs.
+Restart = Literal["each-run", "never"]
+RESTARTS: tuple[Restart, ...] = get_args(Restart)
+
+#: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the
+#: forks of a round alive together with their windows interleaved ("windows": :mod:`benchlab.running.rounds`).
+Interleave = Literal["forks", "windows"]
+INTERLEAVES: tuple[Interleave, ...] = get_args(Interleave)
+
+#: A warm-up's class after Barrett et al. (:func:`benchlab.analysis.changepoints.classify`): no change, faster
+#: at the end, slower at the end, or a last segment too short to be a steady state.
+WarmupClass = Literal["flat", "warm-up", "slowdown", "no steady state"]
+WARMUP_CLASSES: tuple[WarmupClass, ...] = get_args(WarmupClass)
+
+
+def cell(params: Mapping, label: str | None = None) -> dict:
+    """A run's cell (:data:`CELL`), from its parameters and its label: ``{column: value}`` as the runs frame
+    shows it (cores as ``"0-1"``, JVM options one string), a parameter the run was stored without at the value
+    it had then (:data:`CELL_DEFAULTS`). Two runs are in one cell when these are equal.
+
+    >>> cell({"scenario": "hello", "connections": 64, "server_cpus": [0, 1]})["server_cpus"]
+    '0-1'
+    >>> cell({"pipeline": 1}) == cell({})
+    True
+    """
+    docker = params.get("backend_options")
+    docker = docker if isinstance(docker, Mapping) else {}
+    out = {}
+    for name in CELL:
+        value = label if name == "label" else docker.get(name) if name in docker else params.get(name)
+        if value is None:
+            value = CELL_DEFAULTS.get(name)
+        if name in ("server_cpus", "load_cpus") and isinstance(value, (list, tuple)):
+            value = format_cpus(value)
+        elif name == "jvm_opts" and isinstance(value, (list, tuple)):
+            value = " ".join(map(str, value))
+        elif name == "load_in_container":
+            value = value in (True, "True", "true")  # a docker option is stored as its text
+        out[name] = value
+    return out

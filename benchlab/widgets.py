@@ -1,11 +1,11 @@
 """The ipywidgets control panel of explore.ipynb: pick servers and load, press Run, watch the charts fill in.
 
-A press runs every chosen server ``repeats`` times, interleaved (A B A B), each on a fresh server through
-:func:`benchlab.run`, and stores each run under ``results_dir`` as it finishes. After every run the
-progress bar moves and the charts and the table of runs under the panel are drawn again from all runs so
-far, so the first figures show while the rest run. Runs of presses with other settings (a 3 s run after a
-10 s one) are drawn apart, each setting in its own panel, never pooled into one mean. For figures to
-publish, use :func:`benchlab.compare` (compare.ipynb): it adds the statistics.
+A press is a comparison of its own, through :func:`benchlab.compare`: every chosen server ``repeats`` times,
+interleaved (A B A B), each on a fresh server, each run stored as it finishes in a folder of the press under
+``results_dir``. After every run the progress bar moves and the charts and the table of runs under the panel
+are drawn again from all runs so far, so the first figures show while the rest run. Runs of presses with
+other settings (a 3 s run after a 10 s one) are drawn apart, each setting in its own panel, never pooled
+into one mean. For figures to publish, use compare.ipynb: it adds the statistics, the verdicts and the flags.
 
 Example
 -------

@@ -105,9 +105,11 @@ def test_the_import_graph_has_no_cycle():
 
 
 #: What each layer may import. The base is the vocabulary every layer shares; the entry points (the public
-#: face, the command line, the notebook panel and the report) may import anything.
+#: face, the command line, the notebook panel, the report and the replay that reproduce.ipynb runs) may import
+#: anything.
 BASE = {"benchlab.errors", "benchlab.schema", "benchlab.home", "benchlab.version", "benchlab.cores"}
-ENTRY = {"benchlab", "benchlab.__main__", "benchlab.api", "benchlab.cli", "benchlab.report", "benchlab.widgets"}
+ENTRY = {"benchlab", "benchlab.__main__", "benchlab.api", "benchlab.cli", "benchlab.report", "benchlab.widgets",
+         "benchlab.reproduce"}
 MAY_IMPORT = {
     "base": {"base"},
     "store": {"base", "store"},
@@ -206,12 +208,13 @@ VOCABULARY = {
     "percentile columns": tuple(schema.PERCENTILE_COLUMNS),
     "percentiles": tuple(schema.PERCENTILE_COLUMNS.values()),
     "cell": schema.CELL,
-    "cell without driver": tuple(c for c in schema.CELL if c != "driver"),
     "server and cell": ("server", *schema.CELL),
     "latency columns": schema.LATENCY_COLUMNS,
     "flags": tuple(schema.FLAGS),
     "time units": tuple(schema.SECONDS),
     "statuses": schema.STATUSES,
+    "warm-up classes": schema.WARMUP_CLASSES,
+    "claim verdicts": tuple(schema.CLAIM_VERDICTS),
 }
 
 

@@ -334,3 +334,24 @@ def test_describe_names_an_auto_warm_up_without_a_number():
     runs = frame(make_run("spring-tomcat", 1))
     runs["warmup"] = "auto"
     assert "2 s measured after auto warm-up" in charts.describe(runs)
+
+
+def test_the_throughput_charts_interval_is_the_summarys_with_three_windows_a_fork():
+    # 2 servers x 4 forks x 3 windows: the windows of one fork share its luck, so the summary takes fork means
+    runs = []
+    for repeat, luck in enumerate((0.9, 1.05, 1.0, 1.1), start=1):
+        for server, base in (("spring-tomcat", 1000.0), ("spring-jetty", 1400.0)):
+            for iteration, noise in enumerate((0.99, 1.0, 1.01), start=1):
+                run = make_run(server, repeat, rps=base * luck * noise)
+                runs.append(results.Run(id=f"{run.id}-i{iteration}", metrics=run.metrics, metadata=run.metadata,
+                                        params={**run.params, "iteration": iteration, "fork": run.id}, suite="s"))
+    suite = Suite(runs)
+    summary = suite.summary(["rps"])
+    values = list(charts.throughput(suite.runs).to_dict()["datasets"].values())[0]
+    for server in ("spring-tomcat", "spring-jetty"):
+        table = summary[summary["server"] == server].iloc[0]
+        drawn = next(v for v in values if v["kind"] == "cell" and v["server"] == server)
+        assert table["n"] == drawn["n"] == 4
+        assert (drawn["value"], drawn["ci_low"], drawn["ci_high"]) == pytest.approx(
+            (table["mean"], table["ci_low"], table["ci_high"]))
+    assert len([v for v in values if v["kind"] == "run"]) == 8  # a dot a fork: its windows' mean

@@ -34,7 +34,7 @@ def test_three_servers_two_repeats(jars, tmp_path, no_jvm_left):
     verdicts = suite.verdicts()
     assert len(verdicts) == 2 and verdicts["verdict"].str.contains(" vs spring-tomcat: ").all()
     table = suite.table("rps")
-    assert list(table.index) == SERVERS and list(table.columns[:3]) == ["run 1", "run 2", "mean"]
+    assert list(table.index) == SERVERS and list(table.columns[:3]) == ["fork 1", "fork 2", "mean"]
     assert set(suite.samples["role"]) == {"server", "load"}
     assert len(list(tmp_path.glob("*/run.json"))) == 6
     again = benchlab.load(tmp_path)

@@ -191,7 +191,7 @@ def test_the_summary_p99_is_the_merged_one_and_the_table_keeps_each_runs(tmp_pat
     assert b["ratio_method"] == "run bootstrap" and b["ratio_low"] <= b["ratio"] <= b["ratio_high"]
     own = [percentile(sorted(r), 99) for r in runs["a"]]
     table = suite.table("p99").loc["a"]
-    assert [table[f"run {i}"] for i in (1, 2, 3)] == own
+    assert [table[f"fork {i}"] for i in (1, 2, 3)] == own
 
 
 def test_runs_without_histograms_still_load_and_keep_the_old_summary(tmp_path):
@@ -270,7 +270,7 @@ def test_a_three_repeat_h2load_compare_merges_to_the_p99_of_all_its_requests(jet
     assert (frame.loc[99, "n"], frame.loc[99, "count"]) == (3, len(raw))
     assert frame.loc[99, "low"] <= frame.loc[99, "latency_s"] <= frame.loc[99, "high"]
     # the per-run p99s (the table) are each run's own; their mean is not the merged p99 in general
-    own = sorted(suite.table("p99").iloc[0][["run 1", "run 2", "run 3"]])
+    own = sorted(suite.table("p99").iloc[0][["fork 1", "fork 2", "fork 3"]])
     merged = frame.loc[99, "latency_s"]
     assert own[0] <= merged * (1 + RESOLUTION) and own[-1] >= merged * (1 - RESOLUTION)
 

@@ -95,7 +95,7 @@ def test_compare_notebook_runs_the_real_servers(compared):
     assert {r["params"]["server"] for r in runs} == set(SERVERS)
     assert all(r["params"]["duration"] == 2.0 and r["params"]["warmup"] == 1.0 for r in runs)
     text = text_of(done.ipynb)
-    for shown in ("mean [95% CI]", "spring-jetty vs spring-tomcat: ", "significant", "run 1", "run 2",
+    for shown in ("mean [95% CI]", "spring-jetty vs spring-tomcat: ", "significant", "fork 1", "fork 2",
                   "What was measured", "Spring Boot"):
         assert shown in text
     assert "explanation" in text or "no flags" in text

@@ -167,9 +167,10 @@ def test_unknown_baseline():
 def test_table_layout():
     runs = frame(repeats("tomcat", [86845.68, 96100.71, 90682.52]) + repeats("jetty", [153280.57, 166991.19]))
     t = stats.table(runs, "rps")
-    assert list(t.columns[:4]) == ["run 1", "run 2", "run 3", "mean"]
+    assert list(t.columns[:4]) == ["fork 1", "fork 2", "fork 3", "mean"]
     assert t.loc["tomcat", "mean"] == pytest.approx((86845.68 + 96100.71 + 90682.52) / 3)
-    assert math.isnan(t.loc["jetty", "run 3"])
+    assert math.isnan(t.loc["jetty", "fork 3"])
+    assert list(t.columns[-2:]) == ["windows", "within_cv"] and math.isnan(t.loc["jetty", "within_cv"])
 
 
 def flagged(rows: list[dict]) -> set[str]:

@@ -1,4 +1,5 @@
-"""Steady state: warmup="auto" warms until throughput stops rising; repeats="auto" adds rounds until precise."""
+"""Steady state: warmup="auto" warms until the JIT is quiet and throughput steady; repeats="auto" adds rounds
+until precise."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """Cells of the runs frame: the runs that measured one setup, the unit every statistic is taken over.
 
-A cell is the load (scenario, model, driver, connections, rate, users x loops) *and* everything else
-that changes what is measured: backend, duration, warm-up, timeout, memory, JVM options, java, CDS,
-the cores, and the label (an imported run is not a repeat of a local one). Runs that differ in any of
-these are never pooled; the summary shows a setup column only where it varies.
+A run's cell is named once, by :func:`benchlab.schema.cell` (its columns, :data:`benchlab.schema.CELL`): the
+load (scenario, model, tool, connections, rate, users x loops, threads, pipelining, keep-alive) *and*
+everything else that changes what is measured: backend and image, duration, warm-up, timeout, memory, JVM
+options, java, CDS, the cores, and the label (an imported run is not a repeat of a local one). The runs frame
+holds those columns as that function gives them, so grouping on them is grouping by cell. Runs that differ in
+any of these are never pooled; the summary shows a cell column only where it varies.
 """
 
 from __future__ import annotations
@@ -13,10 +15,6 @@ import pandas as pd
 
 from ..schema import CELL
 from . import pairs
-
-#: What else, beside the load, makes two runs measure different things.
-SETUP = ("backend", "duration", "warmup", "timeout", "memory", "jvm_opts", "java", "cds", "server_cpus",
-         "load_cpus", "label")
 
 
 def finite(values) -> np.ndarray:
@@ -55,7 +53,7 @@ def members(runs: pd.DataFrame):
 
 
 def _filled(runs: pd.DataFrame):
-    keys = [c for c in (*CELL, *SETUP) if c in runs]
+    keys = [c for c in CELL if c in runs]
     return keys, runs.assign(**{c: _keys(runs[c]) for c in keys})
 
 
@@ -77,7 +75,7 @@ def restore(value):
 
 def varying(frame: pd.DataFrame) -> list[str]:
     """The cell columns whose value differs between rows: the ones worth showing."""
-    return [c for c in (*CELL, *SETUP) if c in frame and frame[c].astype(str).nunique(dropna=False) > 1]
+    return [c for c in CELL if c in frame and frame[c].astype(str).nunique(dropna=False) > 1]
 
 
 # --- forks: a server process, warmed once, and the windows measured in it --------------------------------
@@ -120,7 +118,7 @@ def forks(runs: pd.DataFrame) -> pd.DataFrame:
         return runs.assign(windows=1)
     numeric = [c for c in runs.columns
                if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
-               and c not in (*CELL, *SETUP, "repeat", "iteration")]
+               and c not in (*CELL, "repeat", "iteration")]
     grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
     first = grouped.nth(0).set_index("_fork")
     first[numeric] = grouped[numeric].mean()

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import WARMUP_CLASSES, WarmupClass
+
 PENALTY = 6.0
 MIN_SEGMENT = 2  # one slice is an outlier (a GC, a connection storm), not a segment
 
-FLAT, WARMUP, SLOWDOWN, NO_STEADY_STATE = "flat", "warm-up", "slowdown", "no steady state"
-CLASSES = (FLAT, WARMUP, SLOWDOWN, NO_STEADY_STATE)
+CLASSES = WARMUP_CLASSES
+FLAT, WARMUP, SLOWDOWN, NO_STEADY_STATE = WARMUP_CLASSES
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def segments(values, *, penalty: float = PENALTY, min_segment: int = MIN_SEGMENT
     return [Segment(a, b, float(raw[a:b].mean())) for a, b in reversed(bounds)]
 
 
-def classify(values, *, steady_slices: int) -> tuple[str, list[Segment]]:
+def classify(values, *, steady_slices: int) -> tuple[WarmupClass, list[Segment]]:
     """The warm-up class of a throughput series (:data:`CLASSES`) and its segments. The last segment must
     hold at least ``steady_slices`` slices to be a steady state.
 

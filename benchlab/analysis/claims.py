@@ -27,7 +27,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
+from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE, ClaimVerdict
 from . import cells, intervals, stats, validity
 from .flags import runs_flags
 from .validity import WARMTH
@@ -319,7 +319,7 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "their protocol", "controlled", "verdict", "why"])
 
 
-def _agreed(theirs: str, controlled: str, t_why: str, c_why: str) -> str:
+def _agreed(theirs: ClaimVerdict, controlled: ClaimVerdict, t_why: str, c_why: str) -> str:
     """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words and reasons."""
     if theirs == controlled == NOT_TESTABLE:
         alike = re.sub(r"[\d.]+", "#", t_why) == re.sub(r"[\d.]+", "#", c_why)  # the same cause, other counts

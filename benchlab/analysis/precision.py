@@ -13,24 +13,28 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..schema import AUTO
+from .. import schema
+from ..schema import AUTO, Interleave
 from . import cells, pairs, stats
 from .wall import span
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs; a cell is every parameter but server,
-    repeat, iteration and fork."""
+    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs, each cell named by :func:`_cell`."""
     windows: dict[str, dict[str, dict[str, list[float]]]] = {}
     for record in records:
         if record.status != "ok":
             continue
-        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
-        cell = json.dumps(params, sort_keys=True, default=str)
+        cell = _cell(record)
         fork = cells.fork_key(record.params.get("fork"), record.id, record.started_at)
         windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
             record.metrics.get("rps"))
     return windows
+
+
+def _cell(record) -> str:
+    """A record's cell (:func:`benchlab.schema.cell`, as the summary groups its runs) as one text."""
+    return json.dumps(schema.cell(record.params, record.label), default=str)
 
 
 def _cells(records) -> dict[str, dict[str, pd.DataFrame]]:
@@ -81,7 +85,7 @@ PILOT_WINDOWS = 3
 #: (``benchmarks/turnaround.py --verdict``, 27 rounds of 8 windows), where the time to +/-5% fell from 0.267 of one
 #: window a fork at 4 windows to 0.244 at 8. Past 8 the model's saving is its own word: a pilot of two rounds
 #: often reads the forks' spread beyond their round as 0, and the model then asks for windows without end.
-MAX_WINDOWS = {"forks": 10, "windows": 8}
+MAX_WINDOWS: dict[Interleave, int] = {"forks": 10, "windows": 8}
 
 
 def costs(records) -> tuple[float, float]:
@@ -144,9 +148,8 @@ def beyond_round(records, w2: float) -> float:
         rps = record.metrics.get("rps")
         if record.status != "ok" or not isinstance(rps, (int, float)) or not rps > 0:
             continue
-        params = {k: v for k, v in record.params.items() if k not in ("server", "repeat", "iteration", "fork")}
         fork = forks.setdefault(cells.fork_key(record.params.get("fork"), record.id, record.started_at), {
-            "cell": json.dumps(params, sort_keys=True, default=str), "server": record.params["server"],
+            "cell": _cell(record), "server": record.params["server"],
             "round": (record.suite, record.params.get("repeat")), "logs": []})
         fork["logs"].append(math.log(rps))
     by_cell: dict[str, dict] = {}
@@ -188,7 +191,7 @@ def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> floa
     return (b2 + w2 / m) * (fork_s + m * window_s) / ((b2 + w2) * (fork_s + window_s))
 
 
-def design(records, *, interleave: str = "forks", paired: bool = False) -> dict:
+def design(records, *, interleave: Interleave = "forks", paired: bool = False) -> dict:
     """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
@@ -233,7 +236,7 @@ class Rule:
     (False, 2)
     """
 
-    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: str = "forks"):
+    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: Interleave = "forks"):
         self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
         self.interleave = interleave
         self.iterations, self.precision, self.baseline = iterations, precision, baseline

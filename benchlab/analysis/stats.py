@@ -253,18 +253,18 @@ def _by_cell(frame: pd.DataFrame) -> dict:
 
 
 def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
-    """The per-run table the published comparison used: one row per server, columns run 1..N, mean and
-    the mean's interval at ``1 - alpha``.
+    """The per-fork table the published comparison used: one row per server, columns ``fork 1`` .. ``fork N``
+    (each fork's mean over its windows), ``mean`` and the mean's interval at ``1 - alpha``, ``cv``, then
+    ``windows`` (how many went in) and ``within_cv`` (how far one fork's windows lay apart; NaN when each fork
+    is one window). The columns are named so whatever the data: a run of one window (``run()``, or
+    ``compare()`` with one iteration) is a fork of one window.
 
-    Cells other than the server become part of the row index when the runs hold more than one. With
-    ``compare(iterations=m)`` the columns are fork 1..N, each fork's mean over its windows, and
-    ``windows`` and ``within_cv`` say how many windows went in and how far one fork's windows lay apart.
+    Cells other than the server become part of the row index when the runs hold more than one.
     """
     windows = cells.ok(runs)
     keys = cells.varying(windows)
     windows = windows.assign(**{c: windows[c].astype(object).map(cells.key) for c in keys})
     ok = cells.forks(windows)
-    unit = "run" if ok.empty or ok["windows"].max() == 1 else "fork"
     raw = {k if isinstance(k, tuple) else (k,): g
            for k, g in windows.groupby([*keys, "server"], sort=False, dropna=False)}
     rows = []
@@ -273,21 +273,19 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
         ordered = group.sort_values(["repeat", "started_at"], na_position="last")
         row = dict(zip([*keys, "server"], group_key))
         for i, value in enumerate(ordered[metric], start=1):
-            row[f"{unit} {i}"] = value
+            row[f"fork {i}"] = value
         d = describe(ordered[metric], alpha=alpha)
         row.update(mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"], cv=d["cv"],
                    ci=_format_ci(d["ci_low"], d["ci_high"]))
-        if unit == "fork":
-            mine = raw[group_key]
-            row.update(windows=len(mine), within_cv=components(mine[metric], cells.fork_keys(mine))["within_cv"])
+        mine = raw[group_key]
+        row.update(windows=len(mine), within_cv=components(mine[metric], cells.fork_keys(mine))["within_cv"])
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    run_columns = sorted([c for c in frame if c.startswith(f"{unit} ")], key=lambda c: int(c.split()[1]))
-    extra = ["windows", "within_cv"] if unit == "fork" else []
-    return frame[[*keys, "server", *run_columns, "mean", "ci", "ci_low", "ci_high", "cv", *extra]].set_index(
-        [*keys, "server"])
+    fork_columns = sorted([c for c in frame if c.startswith("fork ")], key=lambda c: int(c.split()[1]))
+    return frame[[*keys, "server", *fork_columns, "mean", "ci", "ci_low", "ci_high", "cv", "windows",
+                  "within_cv"]].set_index([*keys, "server"])
 
 
 def _format_ci(low: float, high: float) -> str:

@@ -166,7 +166,7 @@ class Suite:
         return verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
 
     def table(self, metric: str = "rps", *, alpha: float = 0.05):
-        """The per-run table (run 1, run 2, ..., mean, CI); see :func:`benchlab.analysis.stats.table`."""
+        """The per-fork table (fork 1, fork 2, ..., mean, CI); see :func:`benchlab.analysis.stats.table`."""
         from . import stats
 
         return stats.table(self.runs, metric=metric, alpha=alpha)

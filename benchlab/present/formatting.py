@@ -212,23 +212,25 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
-    """:meth:`Suite.table` for reading: each run's figure, then the mean and its interval.
+    """:meth:`Suite.table` for reading: each fork's figure (a run of one window is a fork of one), then the mean
+    and its interval; how many windows and how far one fork's windows lay apart where a fork had several.
 
     Example
     -------
     >>> import pandas as pd
-    >>> raw = pd.DataFrame([{"server": "spring-jetty", "run 1": 9021.4, "run 2": 9120.0, "mean": 9070.7,
-    ...                      "ci_low": 8800.0, "ci_high": 9350.0, "cv": 0.008}]).set_index("server")
+    >>> raw = pd.DataFrame([{"server": "spring-jetty", "fork 1": 9021.4, "fork 2": 9120.0, "mean": 9070.7,
+    ...                      "ci_low": 8800.0, "ci_high": 9350.0, "cv": 0.008, "windows": 2,
+    ...                      "within_cv": float("nan")}]).set_index("server")
     >>> per_run(raw).iloc[0].tolist()
     ['9.02k', '9.12k', '9.1k [8.8k, 9.4k]', '0.8%']
     """
     kind = _kind(metric)
     one = rate if kind == "rate" else ms
-    shown = frame[[c for c in frame if c.startswith(("run ", "fork "))]].apply(lambda column: column.map(one))
+    shown = frame[[c for c in frame if c.startswith("fork ")]].apply(lambda column: column.map(one))
     shown["mean [95% CI]"] = [interval(m, lo, hi, kind=kind) for m, lo, hi in
                               zip(frame["mean"], frame["ci_low"], frame["ci_high"])]
     shown["cv"] = frame["cv"].map(percent)
-    if "within_cv" in frame:  # forks of several windows: how many, and how far one fork's windows lay apart
+    if "within_cv" in frame and frame["within_cv"].notna().any():  # forks of several windows
         shown["windows"] = frame["windows"]
         shown["cv within a fork"] = frame["within_cv"].map(percent)
     return shown

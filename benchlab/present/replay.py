@@ -1,8 +1,8 @@
 """The replay of the published claims: its parameters checked, the claims chosen, and each experiment's load
 shape, stack and protocol as ``compare()`` options (:mod:`benchlab.present.claimtables` shows what they found).
 
-``notebooks/reproduce.ipynb`` runs the experiments and calls these; each is tested on its own
-(``tests/test_claims.py``).
+:func:`benchlab.reproduce.experiments` runs the experiments by these plans for ``notebooks/reproduce.ipynb``;
+each is tested on its own (``tests/test_claims.py``).
 """
 
 from __future__ import annotations

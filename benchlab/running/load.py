@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..schema import AUTO, SECONDS  # warmup=AUTO: warm until warm (benchlab.running.warmup)
+from ..schema import AUTO, LOAD_MODELS, SECONDS, LoadModel  # warmup=AUTO: warm until warm (benchlab.running.warmup)
 
-MODELS = ("duration", "count", "rate")
+MODELS = LOAD_MODELS
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -66,7 +66,7 @@ class Load:
     100000
     """
 
-    model: str = "duration"
+    model: LoadModel = "duration"
     connections: int = 200
     threads: int = 1
     duration: float = 30.0
@@ -79,7 +79,6 @@ class Load:
     plan: str | None = None
     pipeline: int = 1
     keepalive: bool = True
-    extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -88,8 +87,8 @@ class Load:
             if name == "warmup" and self.warmup == AUTO:
                 continue
             if name == "warmup" and isinstance(self.warmup, str) and not _DURATION.match(self.warmup):
-                raise UsageError(f"bad warmup {self.warmup!r}: use 'auto' (until throughput stops rising) or a "
-                                 "time such as '30s'")
+                raise UsageError(f"bad warmup {self.warmup!r}: use 'auto' (until the JIT is quiet and throughput "
+                                 "steady) or a time such as '30s'")
             object.__setattr__(self, name, parse_duration(getattr(self, name), what=name))
         if self.model == "count":
             users = _positive_int("users", self.users)
@@ -158,8 +157,3 @@ class Load:
             # A guess of 20k requests/s: only used for an ETA before the first run has finished.
             return max(1.0, requests / 20000.0)
         return self.duration
-
-    def as_params(self) -> dict:
-        params = asdict(self)
-        params["extra"] = dict(self.extra)
-        return params

@@ -6,11 +6,10 @@ import hashlib
 import random
 
 from ..errors import UsageError
-from ..schema import AUTO
+from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS, Interleave, Order, Restart
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
-from .options import INTERLEAVES, ORDERS, RESTARTS
 from .spec import RunSpec, prepare
 
 
@@ -57,7 +56,12 @@ def load_tag(spec: RunSpec) -> str:
 def run_name(spec: RunSpec, repeat: int) -> str:
     """The run's directory name in a comparison: readable, and the same for the same cell and repeat."""
     return slug(f"{spec.server.name}-{spec.scenario.name.replace(':', '')}-{load_tag(spec)}-r{repeat}-"
-                f"{spec.cell_key()[:8]}")
+                f"{_server_and_cell(spec)[:8]}")
+
+
+def _server_and_cell(spec: RunSpec) -> str:
+    """The spec's server and cell as one key: two servers whose names make one folder name stay apart."""
+    return hashlib.sha256(f"{spec.server.name}\n{spec.cell_key()}".encode()).hexdigest()[:12]
 
 
 def check_repeats(repeats, *, auto: bool = False) -> None:
@@ -69,7 +73,8 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
         raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
 
 
-def check_design(*, repeats, iterations, precision, max_repeats, restart, interleave="forks", port=None) -> None:
+def check_design(*, repeats, iterations, precision, max_repeats, restart: Restart, interleave: Interleave = "forks",
+                 port=None) -> None:
     """The options that shape a comparison rather than one run: the forks, the windows a fork and their order,
     the precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
     if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
@@ -92,7 +97,7 @@ def check_design(*, repeats, iterations, precision, max_repeats, restart, interl
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
 
 
-def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order="interleaved", seed=None,
+def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order: Order = "interleaved", seed=None,
            load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
            ) -> list[tuple[int, RunSpec]]:
     """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.
@@ -135,5 +140,5 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
 
 
 def suite_id(runs: list[tuple[int, RunSpec]]) -> str:
-    keys = sorted({spec.cell_key() for _, spec in runs})
+    keys = sorted({_server_and_cell(spec) for _, spec in runs})
     return hashlib.sha256(",".join(keys).encode()).hexdigest()[:10]

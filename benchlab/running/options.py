@@ -14,6 +14,7 @@ import inspect
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..schema import INTERLEAVES, LOAD_MODELS, ORDERS, RESTARTS
 from . import backends
 
 
@@ -38,13 +39,6 @@ class Option:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-
-LOAD_MODELS = ("duration", "count", "rate")
-ORDERS = ("interleaved", "shuffled")
-RESTARTS = ("each-run", "never")
-#: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the
-#: forks of a round alive together with their windows interleaved ("windows": benchlab.running.rounds).
-INTERLEAVES = ("forks", "windows")
 
 #: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
 #: quieter machine, not more retakes.
@@ -71,8 +65,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
     Option("threads", "int", "both", "load threads (default: one per load core)"),
     Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "warm-up before each measurement: auto (until throughput stops rising) or a "
-           "time such as 30s"),
+    Option("warmup", "text", "both", "warm-up before each measurement: auto (until the JIT is quiet and throughput "
+           "steady) or a time such as 30s"),
     Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
     Option("load", "text", "both", "the load model", LOAD_MODELS),
     Option("users", "int", "run", "count model: parallel users"),
@@ -93,7 +87,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("seed", "int", "compare", "the seed of order=shuffled"),
     Option("restart", "text", "compare", "a fresh server for each run, or one per server kept for all", RESTARTS),
     Option("baseline", "text", "compare", "the server the others are compared with (default: the first)"),
-    Option("backend", "text", "both", "where the server runs", tuple(backends.NAMES)),
+    Option("backend", "text", "both", "where the server runs", backends.NAMES),
     Option("server_cpus", "text", "both", "cores for the server, e.g. 0 or 0-3 (default: the first half)"),
     Option("load_cpus", "text", "both", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)"),
     Option("jvm_opts", "repeat", "both", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m"),

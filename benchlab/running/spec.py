@@ -11,11 +11,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import cores
+from .. import cores, schema
 from ..errors import UsageError
+from ..schema import LOAD_MODELS, BackendName, LoadModel
 from . import backends, drivers, process, servers, variants
 from .load import Load, parse_duration
-from .options import LOAD_MODELS, MAX_RETAKES
+from .options import MAX_RETAKES
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class RunSpec:
     scenario: servers.Scenario
     load: Load
     driver: str
-    backend: str
+    backend: BackendName
     server_cpus: tuple[int, ...]
     load_cpus: tuple[int, ...]
     jvm_opts: tuple[str, ...] = ()
@@ -96,11 +97,11 @@ class RunSpec:
                                startup_timeout=self.startup_timeout,
                                start_cpus=tuple(self.load_cpus) if self.backend == "local" else ())
 
-    def cell_key(self) -> str:
-        """A stable name for everything but the repeat: the same parameters give the same key."""
-        params = self.params()
-        params.pop("repeat")
-        return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    def cell_key(self, label: str | None = None) -> str:
+        """A stable name for the cell of this spec's runs stored with ``label`` (:func:`benchlab.schema.cell`): a
+        spec of another server at the same setup has the same key, and a spec of another setup another."""
+        cell = json.dumps(schema.cell(self.params(), label), default=str)
+        return hashlib.sha256(cell.encode()).hexdigest()[:12]
 
 
 def _choice(name: str, value, choices) -> None:
@@ -170,7 +171,7 @@ def check_tools(spec: RunSpec) -> None:
             process.require(program, install)
 
 
-def _load(model: str, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
+def _load(model: LoadModel, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
           plan, pipeline=1, keepalive=True) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user)."""
     _choice("load", model, LOAD_MODELS)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ResultsError
 
 # The vocabulary lives in schema; the column names stay importable from here for stats, cli and notebooks.
-from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES
+from ..schema import COLUMNS, ERROR_COLUMNS, SAMPLE_FIELDS, STATUSES, Status, cell
 from . import validate
 from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and render write through them)
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Machine, Samples, document  # noqa: F401
@@ -50,7 +50,8 @@ def _frozen(value):
 
 @dataclass(frozen=True)
 class Run:
-    """One measured (or failed) run. Build it with :meth:`make`; it checks its fields.
+    """One measured (or failed) run; building it checks its fields (a status of :data:`STATUSES`, a
+    finished run's rps, an id).
 
     ``params`` is what was asked, ``metrics`` what was measured, ``samples`` the monitor's
     ``(t, role, cpu, rss, io)`` rows (a :class:`Samples` in a run read back), ``counters`` the server JVM's
@@ -66,7 +67,7 @@ class Run:
     samples: Sequence = ()
     counters: Sequence = ()
     machine: Sequence = ()
-    status: str = "ok"
+    status: Status = "ok"
     error: str | None = None
     suite: str | None = None
     label: str | None = None
@@ -89,16 +90,9 @@ class Run:
 
     # -- views -----------------------------------------------------------------------------------
     def row(self) -> dict:
-        from ..cores import format_cpus
-
         row = _EMPTY_ROW.copy()
         row.update({k: v for k, v in self.params.items() if k in _COLUMN_SET})
-        for name in ("server_cpus", "load_cpus"):
-            cpus = row[name]
-            if isinstance(cpus, (list, tuple)):
-                row[name] = format_cpus(cpus)
-        if isinstance(row["jvm_opts"], (list, tuple)):
-            row["jvm_opts"] = " ".join(row["jvm_opts"])
+        row.update(cell(self.params, self.label))  # the cell's columns as every statistic groups them
         metrics = self.metrics
         row.update({k: v for k, v in metrics.items() if k in _COLUMN_SET})
         server = _mapping(self.metadata.get("server"))

@@ -14,8 +14,10 @@ Conventions shared by all charts:
 - one repeat is fine: a cell with a single run has no confidence interval, so no error bar;
 - the title names the unit and the subtitle says what was measured and on what (:func:`describe`).
 
-The 95 % confidence intervals come from :func:`benchlab.analysis.stats.mean_ci` (Cox's log-normal interval for
-positive values, Student's t otherwise), so a chart and the summary table agree.
+The 95 % confidence intervals are the summary's: over fork means (a fork's windows averaged first, as
+:func:`benchlab.analysis.stats.summary` takes them), by :func:`benchlab.analysis.stats.mean_ci` (Cox's log-normal
+interval for positive values, Student's t otherwise), and over the cells :func:`benchlab.schema.cell` names, so a
+chart and the summary table agree.
 
 Example
 -------

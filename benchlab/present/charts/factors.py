@@ -87,7 +87,7 @@ def _points(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     points = []
     for (scenario, point, base, setting), group in frame.groupby(["scenario", "load_point", "base", "setting"],
                                                                  sort=False):
-        mean, low, high, n = interval(group[metric].tolist())
+        mean, low, high, n = interval(group, metric)
         points.append({"scenario": scenario, "load_point": point, "base": base, "setting": setting,
                        "variants": ", ".join(dict.fromkeys(group["server"])), "value": mean, "ci_low": low,
                        "ci_high": high, "n": n})

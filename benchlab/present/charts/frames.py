@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ...analysis import cells
-from ...analysis.cells import SETUP, forks, key, varying
+from ...analysis.cells import forks, key, varying
 from ...errors import ResultsError
 from ...schema import CELL
 
@@ -28,6 +28,9 @@ SUBTITLE_PX = 6.6
 LEGEND_LABEL_LIMIT = 260
 #: What the legend usually adds to a chart's width, which the subtitle may use too.
 LEGEND_PX = 110
+#: The cell columns a chart draws as its panels or its x axis (the scenario and the load point); every other
+#: cell column that varies is a setup, named beside the load point, so runs of two setups are never pooled.
+DRAWN = ("scenario", "load", "connections", "rate", "users", "loops")
 
 
 # --- frames and labels ------------------------------------------------------------------------------------
@@ -108,18 +111,27 @@ def _sortable(value) -> tuple:
 def with_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Add the facet label ``load_point`` and return the labels in a natural order.
 
-    Runs of different setups (a duration, a warm-up, the cores ...: :data:`benchlab.analysis.cells.SETUP`) are never
-    pooled, as in the statistics: the setup columns that vary are named in the label, so each setup gets
-    its own panel, its own mean and its own interval.
+    Runs of different cells (:func:`benchlab.schema.cell`) are never pooled, as in the statistics: the cell
+    columns that vary within one load point (a duration, a warm-up, the cores, pipelining ...) are named in the
+    label, so each cell gets its own panel, its own mean and its own interval.
     """
+    import pandas as pd
+
     frame = frame.copy()
-    mixed = [c for c in varying(frame) if c in SETUP]
     rows = frame.to_dict("records")
-    labels = [", ".join(filter(None, (load_point(r), setup(r, mixed)))) for r in rows]
+    points = pd.Series([load_point(r) for r in rows], index=frame.index)
+    mixed = [c for c in varying(frame)
+             if c != "scenario" and frame[c].astype(str).groupby(points).nunique().max() > 1]
+    labels = [", ".join(filter(None, (point, setup(r, mixed)))) for point, r in zip(points, rows)]
     frame["load_point"] = labels
     order = sorted({(load_order(r), tuple(_sortable(r.get(c)) for c in mixed), label)
                     for r, label in zip(rows, labels)})
     return frame, [label for *_, label in order]
+
+
+def setups(frame: pd.DataFrame) -> list[str]:
+    """The cell columns that vary and are not drawn as a panel or an axis (:data:`DRAWN`): each a setup."""
+    return [c for c in varying(frame) if c not in DRAWN]
 
 
 def with_setup(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -127,20 +139,20 @@ def with_setup(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     each setup as its own dashed line (none when all runs share one setup), so a line never averages two."""
     import altair as alt
 
-    mixed = [c for c in varying(frame) if c in SETUP]
+    mixed = setups(frame)
     frame = frame.assign(setup=[setup(r, mixed) for r in frame.to_dict("records")])
     return frame, ({"strokeDash": alt.StrokeDash("setup:N", title="setup")} if mixed else {})
 
 
-def interval(values: Iterable[float]) -> tuple[float, float, float, int]:
-    """Mean and 95 % CI of the repeats, by :func:`benchlab.analysis.stats.mean_ci`, so charts match the tables."""
-    from ...analysis.stats import mean_ci
+def interval(runs: pd.DataFrame, metric: str) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of ``metric`` over ``runs``, a cell's runs of one server, as the summary takes them:
+    each fork's windows averaged first (:func:`benchlab.analysis.cells.fork_means`), then the mean of the fork
+    means and its 95 % interval (:func:`benchlab.analysis.stats.describe`), so a chart and the table beside it
+    agree; ``n`` counts forks."""
+    from ...analysis.stats import describe
 
-    kept = [v for v in (number(x) for x in values) if v is not None]
-    if not kept:
-        return (math.nan, math.nan, math.nan, 0)
-    low, high, _method = mean_ci(kept)
-    return (sum(kept) / len(kept), low, high, len(kept))
+    d = describe(cells.fork_means(runs[metric], cells.fork_keys(runs)))
+    return d["mean"], d["ci_low"], d["ci_high"], d["n"]
 
 
 def machine(metadata: Mapping) -> str:
@@ -174,10 +186,10 @@ def values(frame: pd.DataFrame, column: str) -> list:
 
 
 def most_repeats(frame: pd.DataFrame) -> int:
-    """The most forks any one cell (server and :data:`~benchlab.schema.CELL`) has: a fork's windows count once;
+    """The most forks any one cell and server (:data:`~benchlab.schema.CELL`) has: a fork's windows count once;
     run() results all say repeat 1."""
     frame = forks(cells.ok(frame))
-    keys = [c for c in ("server", *CELL, *SETUP) if c in frame.columns]
+    keys = [c for c in ("server", *CELL) if c in frame.columns]
     if not keys or not len(frame):
         return 0
     return int(frame.assign(**{c: frame[c].map(key) for c in keys}).groupby(keys, dropna=False).size().max())
@@ -224,7 +236,7 @@ def describe(frame: pd.DataFrame, *, machine: str | None = None) -> str:
     repeats = most_repeats(frame)
     if repeats:
         parts.append(f"{repeats} repeat{'s' if repeats != 1 else ''}")
-    mixed = [c.replace("_", " ") for c in varying(frame) if c in SETUP]
+    mixed = [c.replace("_", " ") for c in setups(frame)]
     if mixed:
         parts.append(f"{' and '.join(mixed)} differ{'s' if len(mixed) == 1 else ''} between runs: drawn apart, "
                      "never pooled")

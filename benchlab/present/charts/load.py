@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ...analysis.cells import forks as cell_forks
 from ...errors import ResultsError
 from ...schema import PERCENTILE_COLUMNS
 from .frames import (
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
 # --- throughput ---------------------------------------------------------------------------------------
 
 def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = None) -> alt.FacetChart:
-    """Requests per second per server: the mean with its 95 % CI, and every repeat as a dot.
+    """Requests per second per server: the mean with its 95 % CI, and every repeat (a fork) as a dot.
+
+    The mean and its interval are the summary's: over fork means, a fork's windows averaged first.
 
     One panel per scenario (rows) and load point (columns, e.g. '200 connections').
 
@@ -52,7 +55,9 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
 
     frame, order = with_cells(finished(runs, "throughput"))
     keys = ["scenario", "load_point", "server"]
-    dots = frame[keys + ["id", "repeat", "connections"]].assign(kind="run", value=frame[metric].astype(float))
+    forks = cell_forks(frame)  # a dot a fork, its windows' mean: the values the interval is taken over
+    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run",
+                                                                           value=forks[metric].astype(float))
     cells = _cell_means(frame, keys, metric)
     table = pd.concat([dots, pd.DataFrame(cells)], ignore_index=True)
     unit = "requests/s"
@@ -70,10 +75,10 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
 
 
 def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]:
-    """One row per cell of ``keys``: the mean ``metric`` with its 95 % CI and the number of repeats."""
+    """One row per cell of ``keys``: the mean ``metric`` with its 95 % CI and the number of forks (:func:`interval`)."""
     cells = []
     for (scenario, point, server), group in frame.groupby(keys, sort=True):
-        mean, low, high, n = interval(group[metric].tolist())
+        mean, low, high, n = interval(group, metric)
         cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
                       "value": mean, "ci_low": low, "ci_high": high, "n": n})
     return cells
@@ -105,7 +110,8 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
     repeats = base.transform_filter(alt.datum.kind == "run").mark_circle(size=55, opacity=0.9).encode(
         y=alt.Y("value:Q"),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
-                 alt.Tooltip("value:Q", title=metric, format=",.1f"), alt.Tooltip("id:N", title="run")],
+                 alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
+                 alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run")],
     )
     return bars, bars_ci, repeats
 

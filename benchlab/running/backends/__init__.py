@@ -10,12 +10,13 @@ from __future__ import annotations
 import inspect
 
 from ...errors import UsageError
+from ...schema import BACKENDS
 from .base import Backend, Instance, Launch, check_port_free, free_port, port_in_use, start_failure_hint, wait_ready
 
 __all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "port_in_use",
            "start_failure_hint", "wait_ready"]
 
-NAMES = ("local", "docker")
+NAMES = BACKENDS
 
 
 def get(name: str, **options) -> Backend:

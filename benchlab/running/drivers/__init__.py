@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import LoadError, UsageError, tail
+from ...schema import LoadModel
 from .. import process
 from .base import Driver, Invocation, LoadTool, version_of
 
@@ -22,7 +23,7 @@ NAMES = ("wrk", "h2load", "jmeter", "vegeta")
 #: The driver each load model uses unless one is named. A count load is wrk with its Lua counter: it reads
 #: every status on every built-in server (h2load cannot read Tomcat's), at h2load's CPU per request, and
 #: one driver for every server keeps a comparison of servers from being one of drivers too (README).
-DEFAULTS = {"duration": "wrk", "count": "wrk", "rate": "vegeta"}
+DEFAULTS: dict[LoadModel, str] = {"duration": "wrk", "count": "wrk", "rate": "vegeta"}
 
 
 def tool(name: str) -> LoadTool:
@@ -46,7 +47,7 @@ def tool(name: str) -> LoadTool:
     raise UsageError(f"unknown driver {name!r}: choose one of {', '.join(NAMES)}")
 
 
-def get(name: str | None, model: str = "duration") -> LoadTool:
+def get(name: str | None, model: LoadModel = "duration") -> LoadTool:
     """The driver for a load ``model``: ``name``, or the model's default driver."""
     driver = tool(name or DEFAULTS[model])
     if model not in driver.models:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from ...schema import LoadModel
 from .. import process
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class LoadTool(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def models(self) -> tuple[str, ...]: ...
+    def models(self) -> tuple[LoadModel, ...]: ...
     @property
     def install(self) -> str: ...
     @property
@@ -71,7 +72,7 @@ class Driver:
     """The base of the drivers: defaults for a tool on PATH called ``name``, and a no-op :meth:`check`."""
 
     name = ""
-    models: tuple[str, ...] = ()
+    models: tuple[LoadModel, ...] = ()
     install = ""
     version_flag = "--version"
     #: What the tool did to its latencies before reporting them (wrk's correction), None when nothing.

@@ -1,0 +1,224 @@
+"""Reproduce the published experiments: every replay the chosen claims need, run or read back, per stack and protocol.
+
+``notebooks/reproduce.ipynb`` calls :func:`experiments` once and shows what it returns. Each experiment's load
+shape, stack and protocol as ``compare()`` options are :mod:`benchlab.present.replay`'s plans; the two seed
+experiments (wrk and the JMeter count) take their load shape from the notebook's parameters (:class:`Seeds`),
+the others from ``data/published/claims.csv``. What the published setups were, beside ours, is
+:meth:`Replayed.differences`, read from the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .analysis.claims import given
+from .analysis.suite import Suite, load
+from .present import charts, header, replay
+from .store.results import Run
+
+#: The seed experiments: their load shapes are the notebook's parameters, not the table's.
+SEEDS = ("wrk", "jmeter")
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The load shapes of the seed experiments, as the notebook's parameters give them: wrk's scenario,
+    connections, threads (None: one per load core) and duration; the count experiment's scenario, users x
+    loops (the published loops, scaled by ``count_scale``, one at least) and its load tools, the published one
+    first (it judges the claims).
+
+    >>> Seeds(users=[100, 1000], loops=[1000, 100], count_scale=0.1).scaled_loops
+    [100, 10]
+    """
+
+    scenario: str = "hello"
+    connections: int = 200
+    threads: int | None = None
+    duration: str | float = "10s"
+    count_scenario: str = "reflect"
+    users: tuple[int, ...] = (100, 1000)
+    loops: tuple[int, ...] = (1000, 100)
+    count_scale: float = 0.1
+    count_drivers: tuple[str, ...] = ("jmeter", "wrk")
+
+    def __post_init__(self) -> None:
+        for name in ("users", "loops", "count_drivers"):  # a notebook's parameters are lists
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @property
+    def scaled_loops(self) -> list[int]:
+        return [max(1, round(n * self.count_scale)) for n in self.loops]
+
+    def shape(self, experiment: str, servers: list[str]) -> dict:
+        """The ``compare()`` load options of a seed experiment."""
+        if experiment == "wrk":
+            return {"servers": servers, "scenarios": [self.scenario], "connections": [self.connections],
+                    "threads": self.threads, "duration": self.duration}
+        return {"servers": servers, "scenarios": [self.count_scenario], "load": "count", "users": list(self.users),
+                "loops": self.scaled_loops}
+
+
+@dataclass
+class Replayed:
+    """What the replay ran or read back: ``by_run``, per (stack, protocol), ``({experiment: Suite}, {count
+    driver: Suite})``, and ``said``, per (stack, protocol), ``{experiment: how it ran, in words}``."""
+
+    by_run: dict[tuple[str, str], tuple[dict[str, Suite], dict[str, Suite]]] = field(default_factory=dict)
+    said: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def suites(self) -> dict[str, Suite]:
+        """The first stack and protocol's suites by experiment: every table after the claims shows these."""
+        return next(iter(self.by_run.values()), ({}, {}))[0]
+
+    @property
+    def count_suites(self) -> dict[str, Suite]:
+        """The first stack and protocol's count experiment, a suite per load tool."""
+        return next(iter(self.by_run.values()), ({}, {}))[1]
+
+    @property
+    def everything(self) -> dict[str, Suite]:
+        """Every suite, named by its experiment (the count one by its tool) and its stack and protocol."""
+        out = {}
+        for key, (found, counted) in self.by_run.items():
+            for name, suite in {**found, **{f"count ({d})": c for d, c in counted.items()}}.items():
+                out[f"{name} ({replay.label(*key)})" if replay.label(*key) else name] = suite
+        return out
+
+    @property
+    def records(self) -> list[Run]:
+        """Every finished run of every suite."""
+        return [r for s in self.everything.values() for r in s.records if r.status == "ok"]
+
+    @property
+    def machine(self) -> str:
+        """The machine the runs were measured on, in one line (:func:`benchlab.present.charts.machine`)."""
+        records = self.records
+        return charts.machine(records[0].metadata if records else {})
+
+    def show(self) -> header.Header:
+        """Print what each suite holds and how each experiment ran; return the header of what was measured."""
+        everything = self.everything
+        for name, suite in everything.items():
+            print(f"{name}: {len(suite.records)} runs, {sum(r.status == 'ok' for r in suite.records)} ok, "
+                  f"stored in {suite.path}")
+        for key, words in self.said.items():
+            print(f"{replay.label(*key) or 'our stack, controlled protocol'}: "
+                  + "; ".join(f"{e} on {text}" for e, text in words.items()))
+        return header.measured([r for s in everything.values() for r in s.records],
+                               what="the published experiments, re-run: " + (", ".join(everything) or
+                                                                              "none (no chosen claim needs one)"))
+
+    def differences(self, catalogue: pd.DataFrame, seeds: Seeds, *, warmup) -> pd.DataFrame:
+        """The seed experiments' setups as their sources state them (``catalogue``, the claims table, and the
+        published figures' files) beside ours: versions, stack, machine, load, runs and queues."""
+        from .running.importers import published
+
+        wrk, count = (catalogue[catalogue["experiment"] == e].iloc[0] for e in SEEDS)
+        boot = {e: published(e)["spring_boot"].iloc[0] for e in SEEDS}
+        pairs = catalogue[catalogue["experiment"] == "jmeter"][["users", "loops"]].drop_duplicates()
+        ours = self.records[0] if self.records else None
+        meta = ours.metadata if ours else {}
+        rows = [
+            ("Spring Boot", f"{boot['wrk']} (wrk), {boot['jmeter']} (JMeter)",
+             meta.get("server", {}).get("spring_boot_version") or "?"),
+            ("Java", _both(wrk, count, "java", lambda v: f"{v:g}"), meta.get("java", {}).get("version") or "?"),
+            ("stack", _both(wrk, count, "stack"),
+             " | ".join(f"{replay.label(*key) or 'ours'}: " + "; ".join(f"{e} on {text}" for e, text in words.items())
+                        for key, words in self.said.items())),
+            ("machine", _both(wrk, count, "machine"), self.machine),
+            ("wrk load", f"{wrk['tool']}, /{wrk['scenario']}",
+             f"{f'{seeds.threads} threads' if seeds.threads else 'one thread per load core'}, {seeds.connections} "
+             f"connections, {seeds.duration} after {warmup} warm-up, {seeds.scenario}"),
+            ("JMeter load", " and ".join(f"{u:g} x {n:g}" for u, n in pairs.itertuples(index=False))
+             + f" users x loops, /{count['scenario']}",
+             f"{' and '.join(f'{u} x {n}' for u, n in zip(seeds.users, seeds.scaled_loops))} users x loops, "
+             f"{seeds.count_scenario}, with {' and '.join(seeds.count_drivers)}"),
+            ("runs per server", _both(wrk, count, "runs") + f"; in {_both(wrk, count, 'run_order')} order",
+             " | ".join(f"{replay.label(*key) or 'controlled'}: {words.get('wrk', '').split('; ')[-1]}"
+                        for key, words in self.said.items())),
+            ("accept queue", "not stated", "; ".join(sorted({
+                f"{r.params.get('server')}: {r.metadata['accept_queue'].get('value')} "
+                f"({r.metadata['accept_queue'].get('source')})" for r in self.records
+                if r.metadata.get("accept_queue")})) or "?"),
+            ("kernel somaxconn", "not stated", str(meta.get("network", {}).get("somaxconn")) if ours else "?"),
+        ]
+        return pd.DataFrame(rows, columns=["", "published", "here"]).set_index("")
+
+
+def _both(wrk, count, column: str, fmt=str) -> str:
+    """A column of the two seed experiments' claims: once when they agree, else each named."""
+    said = [fmt(row[column]) if given(row[column]) else "not stated" for row in (wrk, count)]
+    return said[0] if said[0] == said[1] else f"wrk: {said[0]}; JMeter: {said[1]}"
+
+
+def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: Seeds, *, servers: list[str],
+                baseline: str, base: Path, stack: str = "ours", protocol: str = "controlled", repeats: int = 3,
+                warmup="auto", backend: str = "local", server_cpus=None, load_cpus=None,
+                run: bool = True) -> Replayed:
+    """Run (``run``, else read back from ``base``) every experiment of ``asked`` that a ``chosen`` claim needs,
+    on each stack of ``stack`` and protocol of ``protocol``: each a ``compare()`` into its own folder under
+    ``base`` (``their-stack``/``their-protocol`` below it where those ran), the count experiment once per load
+    tool (``count-<tool>``). An experiment whose claims compare a server not in ``servers`` does not run, said.
+
+    Example
+    -------
+    >>> import benchlab.reproduce
+    >>> from benchlab.analysis import claims
+    >>> table = claims.read(); chosen = replay.select(table, ["wrk write-up"])
+    >>> done = benchlab.reproduce.experiments(chosen, table, ["wrk"], Seeds(duration="2s"), baseline="spring-tomcat",
+    ...     servers=["spring-tomcat", "spring-jetty"], base=Path("results/reproduce"))  # doctest: +SKIP
+    """
+    from .running import variants
+
+    machine = {"backend": backend, "server_cpus": server_cpus, "load_cpus": load_cpus}
+    have = variants.installed()
+    done = Replayed()
+    for which in replay.STACKS[stack]:
+        for way in replay.PROTOCOLS[protocol]:
+            place = base / ("their-stack" if which == "theirs" else "") / ("their-protocol" if way == "theirs" else "")
+            found: dict[str, Suite] = {}
+            counted: dict[str, Suite] = {}
+            words: dict[str, str] = {}
+            for experiment in replay.experiments_of(chosen, asked):
+                on = replay.stack_options(catalogue, experiment, which, have)
+                how = replay.protocol_options(catalogue, experiment, way, repeats=repeats, warmup=warmup)
+                shape, load_said = _shape(chosen, experiment, seeds, servers)
+                if not shape["servers"]:
+                    print(f"{experiment}: each of its claims compares a server that is not in servers, so it does "
+                          "not run")
+                    continue
+                shape["servers"] = replay.in_sequence(shape["servers"], how["sequence"])
+                first = baseline if baseline in shape["servers"] else shape["servers"][0]
+                options = {**shape, **how["options"], **on["options"], **machine, "baseline": first}
+                for driver in seeds.count_drivers if experiment == "jmeter" else [options.pop("driver", None)]:
+                    folder = place / (f"count-{driver}" if experiment == "jmeter" else experiment)
+                    suite = _compare(options, driver, folder) if run else load(folder, baseline=first)
+                    if experiment == "jmeter":
+                        counted[driver] = suite
+                    else:
+                        found[experiment] = suite
+                words[experiment] = f"{load_said}{on['said']}; {how['said']}"
+            done.by_run[(which, way)] = (found, counted)
+            done.said[(which, way)] = words
+    return done
+
+
+def _shape(chosen: pd.DataFrame, experiment: str, seeds: Seeds, servers: list[str]) -> tuple[dict, str]:
+    """(the experiment's load options, its load in words for a table-planned one, else "")."""
+    from .running.load import parse_duration
+
+    if experiment in SEEDS:  # the seed two's loads are the parameters, said in the differences table
+        return seeds.shape(experiment, list(servers)), ""
+    planned = replay.plan(chosen, experiment, duration=parse_duration(seeds.duration), count_scale=seeds.count_scale,
+                          servers=servers)
+    return planned["options"], planned["said"] + "; "
+
+
+def _compare(options: dict, driver, folder: Path) -> Suite:
+    from .api import compare
+
+    return compare(**options, driver=driver, results_dir=folder)

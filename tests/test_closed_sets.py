@@ -1,0 +1,67 @@
+"""The closed sets (a run's status, the backend, the load model, the order, restart, interleave, a warm-up's
+class, a claim's verdict) are Literals written once in benchlab.schema, their tuples derived from them, and
+mypy refuses a typo where they are used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from benchlab import schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SETS = {"Status": "STATUSES", "BackendName": "BACKENDS", "LoadModel": "LOAD_MODELS", "Order": "ORDERS",
+        "Restart": "RESTARTS", "Interleave": "INTERLEAVES", "WarmupClass": "WARMUP_CLASSES"}
+
+
+@pytest.mark.parametrize("alias, values", SETS.items())
+def test_each_tuple_of_values_is_its_literals(alias, values):
+    assert getattr(schema, values) == get_args(getattr(schema, alias))
+
+
+def test_the_claim_verdicts_explained_are_the_literals_words():
+    assert tuple(schema.CLAIM_VERDICTS) == get_args(schema.ClaimVerdict)
+    assert tuple(schema.PROTOCOL_SENSITIVE) == get_args(schema.Sensitive)
+
+
+def test_the_modules_that_check_a_closed_set_take_schemas_values():
+    from benchlab.analysis import changepoints
+    from benchlab.running import backends, load, options
+
+    assert backends.NAMES is schema.BACKENDS and load.MODELS is schema.LOAD_MODELS
+    assert changepoints.CLASSES is schema.WARMUP_CLASSES
+    choices = {o.name: o.choices for o in options.OPTIONS}
+    assert (choices["backend"], choices["load"], choices["order"], choices["restart"], choices["interleave"]) == (
+        schema.BACKENDS, schema.LOAD_MODELS, schema.ORDERS, schema.RESTARTS, schema.INTERLEAVES)
+
+
+TYPOS = '''
+from benchlab.analysis.precision import Rule
+from benchlab.running.load import Load
+from benchlab.running.matrix import matrix
+from benchlab.schema import ClaimVerdict, WarmupClass
+from benchlab.store.results import Run
+
+Run(id="a", params={}, metrics={}, metadata={}, status="okk")
+Load(model="duraton")
+matrix(["spring-tomcat"], order="interleave")
+Rule(repeats=3, iterations=1, precision=0.05, baseline="a", interleave="fork")
+verdict: ClaimVerdict = "hold"
+kind: WarmupClass = "warmup"
+'''
+
+
+def test_mypy_refuses_a_typo_in_a_closed_set(tmp_path):
+    # mypy runs first in the checks, so its cache is warm here: about a second
+    source = tmp_path / "typos.py"
+    source.write_text(TYPOS)
+    done = subprocess.run([sys.executable, "-m", "mypy", str(source)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    lines = [line.split("typos.py:", 1)[1] for line in done.stdout.splitlines() if "typos.py:" in line]
+    found = sorted(int(line.split(":")[0]) for line in lines)
+    assert found == [8, 9, 10, 11, 12, 13], done.stdout + done.stderr
