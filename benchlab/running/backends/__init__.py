@@ -10,9 +10,19 @@ from __future__ import annotations
 import inspect
 
 from ...errors import UsageError
-from .base import Backend, Instance, Launch, check_port_free, free_port, port_in_use, start_failure_hint, wait_ready
+from .base import (
+    Backend,
+    Instance,
+    Launch,
+    check_port_free,
+    free_port,
+    holder,
+    port_in_use,
+    start_failure_hint,
+    wait_ready,
+)
 
-__all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "port_in_use",
+__all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "holder", "port_in_use",
            "start_failure_hint", "wait_ready"]
 
 NAMES = ("local", "docker")
