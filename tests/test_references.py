@@ -153,3 +153,32 @@ def test_stopping_a_server_stops_its_whole_tree():
     time.sleep(0.3)
     process.stop(ignoring, grace=0.5)
     assert process.group(ignoring.pid) == [], "what ignores SIGTERM is killed after the grace"
+
+
+# --- what a comparison says of the user's own servers -------------------------------------------------------
+
+def _run(server: str, repeat: int, rps: float, *, attached: bool, path: str = "/hello") -> benchlab.Run:
+    backend = {"backend": "local", "attached": True} if attached else {"backend": "local", "pid": 100 + repeat}
+    return benchlab.Run(id=f"{server}-r{repeat}", params={"server": server, "scenario": "hello", "path": path,
+                        "load": "duration", "driver": "wrk", "connections": 64, "repeat": repeat, "iteration": 1},
+                        metrics={"rps": rps}, metadata={"backend": backend}, suite="s")
+
+
+def test_a_running_servers_repeats_are_called_windows_of_one_process():
+    from benchlab.analysis import precision
+    from benchlab.analysis.suite import Suite
+    from benchlab.present import header
+
+    records = [_run(s, r, v * (1 + 0.01 * r), attached=s.startswith("127."), path="/" if s.startswith("127.") else
+                    "/hello") for r in (1, 2, 3) for s, v in (("spring-undertow", 20000.0), ("127.0.0.1:8080", 9000.0))]
+    summary = Suite(records).summary(["rps"]).set_index("server")
+    assert summary.loc["127.0.0.1:8080", "unit"] == "windows of one process"
+    assert summary.loc["spring-undertow", "unit"] == "forks"
+    design = precision.design(records)
+    assert "127.0.0.1:8080 was already running (Server.from_url): its repeats are windows of one process" in \
+        design["why"]
+    said = dict(header.measured(records).rows)
+    assert "windows of one process, which benchlab cannot restart" in said["repeats"]
+    assert said["paths"] == "spring-undertow at /hello, 127.0.0.1:8080 at /"
+    plain = Suite([r for r in records if r.params["server"] == "spring-undertow"])
+    assert "unit" not in plain.summary(["rps"]) and "paths" not in dict(header.measured(plain).rows)

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from .. import home
 from ..errors import UsageError
+from ..schema import REFERENCES
 from . import natives, process
 from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, ensure_built, prepare_aot, prepare_cds
 from .scenarios import ECHO_BODY, HELLO_BODY, JSON_BODY, SCENARIOS, Scenario, scenario  # noqa: F401 - re-exported
@@ -296,8 +297,6 @@ def _spring(flavour: str) -> Server:
                   flavour=flavour, image=f"benchlab/spring-{flavour}")
 
 
-#: The native references, built in beside the Spring servers: the machine's ceiling (benchlab.analysis.ceiling).
-REFERENCES = ("nginx", "go-nethttp")
 BUILTINS = (*(f"spring-{f}" for f in FLAVOURS), *REFERENCES)
 #: What a comparison runs when no servers are named: the servlet servers, one application on three containers.
 DEFAULT_SERVERS = tuple(f"spring-{f}" for f in SERVLET_FLAVOURS)
