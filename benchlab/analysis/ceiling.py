@@ -48,7 +48,8 @@ def shares(runs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
         base = group[group["server"] == fastest]
         for server, own in group.groupby("server", sort=False):
             a, b, paired = cells.rounds(own, base, "rps", alpha=alpha)
-            share, low, high = stats.ratio_ci(a, b, alpha=alpha, paired=paired)
+            share, low, high = (1.0, 1.0, 1.0) if server == fastest else stats.ratio_ci(a, b, alpha=alpha,
+                                                                                        paired=paired)
             row = {c: cells.restore(v) for c, v in zip(keys, cell)}
             cores = _cores(own["server_cpus"].iloc[0]) if "server_cpus" in own else None
             row.update(server=server, reference=fastest, share=share, share_low=low, share_high=high, cores=cores,
