@@ -89,7 +89,7 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 
 
 @keywords
-def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(200,), repeats=3, *, iterations=1,
+def compare(servers=servers.DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=3, *, iterations=1,
             interleave="forks", precision=0.03, max_repeats=10, threads=None,
             duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
             ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
@@ -110,7 +110,9 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=("hello",), connections=(
     ----------
     servers : the servers to compare; the first is the baseline unless ``baseline`` names another
     scenarios, connections : lists; with ``load="count"`` pair ``users`` and ``loops`` lists instead, and
-        with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep
+        with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep. Without ``scenarios`` the built-in
+        servers answer "hello" and a custom server is measured at its own path, in one cell (the report says
+        which path each was measured at)
     iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
         warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
         (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the

@@ -79,6 +79,12 @@ def cmd_build(args) -> int:
         print("jars are up to date (servers/ unchanged); use --force to rebuild")
     for name, jar in outcome["jars"].items():
         print(f"  {name:16} {jar}")
+    go = outcome["go"]
+    if "skipped" in go:
+        print(f"  {'go-nethttp':16} skipped: {go['skipped']}")
+    else:
+        state = f"built in {go['seconds']:.1f} s" if go["built"] else "up to date (servers/go unchanged)"
+        print(f"  {'go-nethttp':16} {go['binary']}  {state}")
     return 0
 
 
@@ -130,15 +136,18 @@ def _print_image(image) -> None:
 
 
 def cmd_image(args) -> int:
-    from .running.backends.docker import images
+    from .running.backends.docker import images, native_images
     from .running.backends.docker.engine import connect
 
     client = connect(args.docker_host)
     if args.action in ("base", "all"):
         _print_image(images.build_base(client, force=args.force))
     if args.action in ("servers", "all"):
-        for image in images.build_servers(client, base_image=args.base_image, force=args.force).values():
-            _print_image(image)
+        for name, image in native_images.build_all(client, base_image=args.base_image, force=args.force).items():
+            if isinstance(image, str):  # a reference whose program is not installed here
+                print(f"  {name:40} {image}")
+            else:
+                _print_image(image)
     if args.action in ("wrk", "all"):
         _print_image(images.build_wrk(client, force=args.force))
     return 0
@@ -183,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="benchlab", description="Compare web servers under load.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("build", help="build the four Spring Boot jars (skipped when unchanged)")
+    p = sub.add_parser("build", help="build the four Spring Boot jars and the Go server (each skipped when unchanged)")
     p.add_argument("--force", action="store_true")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=cmd_build)

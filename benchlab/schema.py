@@ -219,6 +219,11 @@ PROTOCOL_SENSITIVE: dict[Sensitive, str] = {
 }
 
 
+#: The native reference servers built in beside the Spring ones: the machine's ceiling, each server's throughput read
+#: as a share of the fastest of them in its cell (benchlab.analysis.ceiling).
+REFERENCES = ("nginx", "go-nethttp")
+
+
 #: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's column in
 #: the runs frame.
 FACTOR_COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",

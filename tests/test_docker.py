@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -230,6 +231,31 @@ def test_each_server_in_a_container(docker_host, client, server_images, tmp_path
                                  "network_mode": "host"}
     assert backend["load_in_container"] is in_container
     assert not labelled(client, record.id), "the run's containers were not removed"
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+@pytest.mark.skipif(not shutil.which("nginx"), reason="nginx is not installed: .ci/run installs it")
+@pytest.mark.parametrize("server, scenario", [("nginx", "echo"), ("go-nethttp", "sleep")])
+def test_each_reference_in_a_container_from_scratch(docker_host, client, tmp_path, server, scenario):
+    from benchlab.running.backends.docker import native_images
+
+    image = native_images.build(client, server)
+    assert image.size < 30e6, "the binary and what it loads, FROM scratch"
+    assert not native_images.build(client, server).built, "tagged by content: built once"
+    spec = prepare(server, scenario, backend="docker", server_cpus="0", load_cpus="1", docker_host=docker_host,
+                   **SHORT)
+    record, containers = run_watched(spec, tmp_path, client, at="measure")
+    row = record.to_frame().iloc[0]
+    assert row["status"] == "ok" and row["rps"] > 0 and row["errors_total"] == 0
+    assert row["server_impl"] == server and record.metadata["backend"]["image"] == image.tag
+    server_container = next(c for c in containers if c["Config"]["Labels"][engine.ROLE_LABEL] == "server")
+    assert server_container["HostConfig"]["CpusetCpus"] == "0"
+    if server == "nginx":
+        assert record.metadata["server"]["worker_processes"] == 1
+        assert (tmp_path / record.id / "nginx.conf").is_file(), "its configuration kept beside the run's log"
+    else:
+        assert record.metadata["server"]["gomaxprocs"] == 1, "GOMAXPROCS follows the container's cpuset"
 
 
 @pytest.mark.docker

@@ -317,8 +317,8 @@ def test_doctor_lists_every_driver_and_runtime(capsys):
     from benchlab.running.doctor import doctor
 
     rows = {row["tool"]: row for row in doctor()}
-    assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker"]
-    for name in ("wrk", "h2load", "jmeter", "vegeta", "java", "mvn"):
+    assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker", "nginx", "go"]
+    for name in ("wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "nginx", "go"):
         assert rows[name]["installed"] and rows[name]["version"] not in (None, "unknown"), rows[name]
     assert rows["jmeter"]["version"].startswith("Apache JMeter 5.6")
     assert rows["vegeta"]["version"] == "vegeta v12.13.0" and rows["vegeta"]["models"] == ["rate"]

@@ -24,9 +24,22 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
     ([500, 900] + [1000, 1010, 1005, 995, 1002, 1008], True),   # a step, then a steady 30 s
     ([500] * 6 + [1000, 1010, 1005], False),                    # a step, then too little after it
     ([0, 0, 0, 0, 0, 0], False),                                # nothing answered
+    ([1000, 1010, 1005, 995], True),                            # flat from its first slice: a native server
+    ([500, 520, 1000, 1010], False),                            # a step in its first slices: not flat, too short
 ])
 def test_steady_rule(rps, expected):
     assert warmup.steady(rps) is expected
+
+
+def test_a_server_flat_from_its_first_slices_is_warm_by_its_own_rule_and_a_jvm_never_is():
+    flat = [{"t": 5.0 * i, "rps": r} for i, r in enumerate((41000.0, 40600.0, 41300.0, 40900.0), start=1)]
+    assert warmup.judge(flat) == {"warm": True, "class": "flat", "jit_quiet": None, "rule": "native-flat"}
+    assert warmup.judge(flat[:3])["warm"] is False, "three slices cannot show a step between two of them"
+    rising = [{"t": s["t"], "rps": 30000.0 + 2000.0 * i} for i, s in enumerate(flat)]
+    assert warmup.judge(rising)["rule"] == "throughput" and warmup.judge(rising)["warm"] is False
+    jvm = [{**s, "compile_s": 30.0} for s in flat]
+    assert warmup.judge(jvm, origin={"t": 0.0, "compile_s": 30.0})["rule"] == "jit+throughput", \
+        "a JVM with counters waits for its steady segment whatever its first slices look like"
 
 
 def test_warmup_is_auto_by_default_or_a_time():

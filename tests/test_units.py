@@ -189,7 +189,7 @@ def test_loopback_guard():
 
 def test_unknown_server_and_scenario_name_the_choices():
     with pytest.raises(UsageError, match="spring-tomcat, spring-jetty, spring-undertow"):
-        benchlab.running.servers.get("nginx")
+        benchlab.running.servers.get("lighttpd")
     with pytest.raises(UsageError, match="hello, json, reflect, sleep, echo"):
         benchlab.running.servers.scenario("hi")
 

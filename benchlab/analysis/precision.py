@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import schema
 from ..schema import AUTO, Interleave
-from . import cells, pairs, stats
+from . import cells, custom, pairs, stats
 from .wall import span
 
 
@@ -202,10 +202,11 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
     with what it was made from."""
     fork_s, window_s = costs(records)
     b2, w2 = noise(list(forks.values()) for servers in _windows(records).values() for forks in servers.values())
-    out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan}
+    out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan,
+           "note": custom.note(custom.attached(records))}  # a running server's forks are windows of it
     if math.isnan(b2) or math.isnan(w2):
-        return {**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
-                "apart: the pilot's windows a fork are kept"}
+        return _noted({**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
+                       "apart: the pilot's windows a fork are kept"})
     own = beyond_round(records, w2) if paired else math.nan  # judged by round, the round's share leaves every ratio
     apart = f"forks differ by {math.sqrt(b2):.1%}"
     if own == own:
@@ -216,12 +217,17 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
     most = MAX_WINDOWS[interleave]
     chosen = most if math.isinf(raw) else int(min(most, max(1, round(raw))))  # forks that agree: windows only
     saved = saving(b2, w2, fork_s, window_s, chosen)
-    return {**out, "iterations": chosen, "saving": saved, "why": (
+    return _noted({**out, "iterations": chosen, "saving": saved, "why": (
         f"{chosen} window{'s' if chosen != 1 else ''} a fork: a fork costs {fork_s:.0f} s before its first "
         f"window (start, verify, warm-up) and a window {window_s:.0f} s; {apart} "
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
         f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{most}; "
-        f"by their model one precision takes {saved:.2f}x the time of one window a fork")}
+        f"by their model one precision takes {saved:.2f}x the time of one window a fork")})
+
+
+def _noted(design: dict) -> dict:
+    """The design's reason, and what it rests on where a server was already running (:mod:`.custom`)."""
+    return {**design, "why": design["why"] + f"; {design['note']}"} if design["note"] else design
 
 
 class Rule:
@@ -273,4 +279,5 @@ class Rule:
             reached = enough(records, self.baseline, self.precision)
             suite.precision = {"asked": self.precision, "reached": bool(reached),
                                "repeats": max(r.params["repeat"] for r in records),
-                               "widest": widest(records, self.baseline)}
+                               "widest": widest(records, self.baseline),
+                               "note": custom.note(custom.attached(records))}

@@ -142,12 +142,24 @@ class Suite:
 
     def summary(self, metrics=("rps", "p50", "p99"), baseline: str | None = None, *, alpha: float = 0.05):
         """Per-cell statistics at confidence ``1 - alpha``; see :func:`benchlab.analysis.stats.summary`. A latency
-        percentile is the merged one where the runs kept histograms (:func:`benchlab.analysis.tails.into_summary`)."""
-        from . import stats, tails
+        percentile is the merged one where the runs kept histograms (:func:`benchlab.analysis.tails.into_summary`);
+        with a reference server among the runs, each rps row gives its share of the fastest reference's
+        (:func:`benchlab.analysis.ceiling.into_summary`); with a server benchlab attached to, a ``unit`` column says
+        its ``n`` counts windows of one process (:mod:`benchlab.analysis.custom`)."""
+        from . import ceiling, custom, stats, tails
 
         summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
                                 baseline=baseline or self.baseline, alpha=alpha)
-        return tails.into_summary(summary, self.histograms, self.runs, baseline or self.baseline, alpha=alpha)
+        summary = tails.into_summary(summary, self.histograms, self.runs, baseline or self.baseline, alpha=alpha)
+        summary = ceiling.into_summary(summary, self.runs, alpha=alpha)
+        return custom.into_summary(summary, custom.attached(self.records))
+
+    def ceiling(self, *, alpha: float = 0.05):
+        """Each server's requests/s as a share of the fastest reference server's in its cell, with its interval
+        and a sentence; empty without a reference (nginx, go-nethttp). See :func:`benchlab.analysis.ceiling.shares`."""
+        from . import ceiling
+
+        return ceiling.shares(self.runs, alpha=alpha)
 
     def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
         """Each cell's merged latency percentiles with run bootstrap intervals.

@@ -171,6 +171,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     keep = _shown(frame)
+    ceiling = ["share of the fastest reference [95% CI]"] if "share" in frame else []  # benchlab.analysis.ceiling
     rows = []
     for _, row in frame.iterrows():
         metric = row["metric"]
@@ -181,8 +182,12 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                      "ratio to baseline [95% CI]": interval(row["ratio"], row["ratio_low"], row["ratio_high"],
                                                             kind="ratio"),
                      "flags": row["flags"]})
+        if ceiling:
+            rows[-1][ceiling[0]] = (f"{percent(row['share'])} [{percent(row['share_low'])}, "
+                                    f"{percent(row['share_high'])}] of {row['reference']}" if row["reference"] else "")
     return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", "mean [95% CI]", "cv",
-                                       "ratio to baseline [95% CI]", "flags"]).set_index([*keep, "server", "metric"])
+                                       "ratio to baseline [95% CI]", *ceiling, "flags"]
+                        ).set_index([*keep, "server", "metric"])
 
 
 def verdicts(frame: pd.DataFrame) -> pd.DataFrame:

@@ -80,6 +80,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     repeats  1 per server and setup; 1 run, all finished
     machine  Xeon, 2 cores
     """
+    from ..analysis.custom import attached, note, paths
     from ..analysis.wall import span
     from ..store.results import frame
     from .charts.frames import machine
@@ -91,9 +92,12 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     rows: list[tuple[str, str]] = [("report", what)] if what else []
     rows += _server_rows(ok, records)
     rows.append(("load", _load(ok)))
+    where = paths(records)
+    if where:
+        rows.append(("paths", where))
     rows.append(("cores", _placement(ok)))
     rows.append(("warm-up", warmup_line(table).removeprefix("warm-up: ")))
-    rows.append(("repeats", _repeats(table, ok)))
+    rows.append(("repeats", _repeats(table, ok) + "".join(f"; {n}" for n in [note(attached(records))] if n)))
     took = span(records, forks=True)
     if took is not None:
         rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))

@@ -140,11 +140,13 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
+        _custom(suite)
         reached = getattr(suite, "precision", None)
         if reached:
             outcome = "reached" if reached["reached"] else "NOT reached at max_repeats; the ratios are less precise"
             _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                   f"(asked +/-{reached['asked']:.0%}: {outcome})")
+                   f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
+                                                                       else ""))
         design = getattr(suite, "design", None)
         if design:
             _print(f"iterations=auto: {design['why']}")
@@ -161,6 +163,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print("  " + verdict)
         for verdict in suite.verdicts("p99")["verdict"]:
             _print("  " + verdict)
+        _ceiling(suite)
         flags = suite.flags()
         if len(flags):
             _print()
@@ -171,3 +174,29 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
                     continue
                 where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
                 _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+
+
+def _custom(suite) -> None:
+    """What the suite says of the user's own servers: a custom server's path beside the built-in ones', and a
+    server that was already running (its repeats are windows of one process)."""
+    from ..analysis.custom import attached, note, paths
+
+    where, said = paths(suite.records), note(attached(suite.records))
+    if where:
+        _print(f"paths: {where}")
+    if said:
+        _print(said)
+
+
+def _ceiling(suite) -> None:
+    """With a reference server (nginx, go-nethttp): each server's share of the fastest reference's requests/s."""
+    from ..analysis.cells import varying
+
+    shares = suite.ceiling()
+    if not len(shares):
+        return
+    _print()
+    _print("the machine's ceiling (requests/s as a share of the fastest reference in each cell):")
+    cell = varying(shares)  # the cell's columns, where there are several cells
+    for row in shares.to_dict("records"):
+        _print("  " + "".join(f"{c} {row[c]}, " for c in cell) + row["text"])

@@ -13,6 +13,8 @@ RUNTIMES = {
     "java": (["java", "-version"], "version", "apt-get install openjdk-17-jdk-headless (the Spring servers, JMeter)"),
     "mvn": (["mvn", "-v"], "Apache Maven", "apt-get install maven (builds the server jars)"),
     "docker": (["docker", "--version"], "version", "apt-get install docker.io (only for backend='docker')"),
+    "nginx": (["nginx", "-v"], "version", "apt-get install nginx libnginx-mod-http-echo (the nginx reference)"),
+    "go": (["go", "version"], "version", "apt-get install golang-go (builds the go-nethttp reference)"),
 }
 
 
@@ -44,7 +46,7 @@ def doctor() -> list[dict]:
     -------
     >>> from benchlab.running.doctor import doctor
     >>> [row["tool"] for row in doctor()]  # doctest: +SKIP
-    ['wrk', 'h2load', 'jmeter', 'vegeta', 'java', 'mvn', 'docker']
+    ['wrk', 'h2load', 'jmeter', 'vegeta', 'java', 'mvn', 'docker', 'nginx', 'go']
     """
     return [*(_driver(name) for name in drivers.NAMES), *(_runtime(name) for name in RUNTIMES)]
 

@@ -1,6 +1,7 @@
-"""The build of the built-in servers: the four Spring Boot jars (one Maven call) and their CDS archives.
+"""The build of the built-in servers: the four Spring Boot jars (one Maven call), their CDS archives, and the Go server.
 
-The jars are rebuilt only when ``servers/`` changed. A Class Data Sharing archive holds the classes a
+The jars are rebuilt only when ``servers/`` changed, the Go server (:mod:`benchlab.running.natives`) only when
+``servers/go`` did. A Class Data Sharing archive holds the classes a
 Spring start loads; it is made once per jar and JVM and halves the server's startup on one core.
 """
 
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import home
-from ..errors import BenchlabError, BuildError, LoadError, UsageError, tail
-from . import process
+from ..errors import BenchlabError, BuildError, LoadError, ToolMissing, UsageError, tail
+from . import natives, process
 
 #: The built-in servers' embedded servers: three servlet containers, and WebFlux on Reactor Netty.
 FLAVOURS = ("tomcat", "jetty", "undertow", "webflux")
@@ -48,9 +49,11 @@ def jars() -> dict[str, Path]:
 
 
 def build(*, force: bool = False, quiet: bool = True) -> dict:
-    """Build the four server jars with one Maven call; skip it when ``servers/`` has not changed.
+    """Build the four server jars with one Maven call, and the Go server with the Go toolchain; skip each when
+    its sources have not changed. Without a Go toolchain the Go server is skipped, and ``go`` says why.
 
-    Returns ``{"built": bool, "seconds": float, "jars": {...}}``.
+    Returns ``{"built": bool, "seconds": float, "jars": {...}, "go": {"built", "seconds", "binary"} or
+    {"skipped": why}}``.
 
     Example
     -------
@@ -58,8 +61,17 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
     >>> benchlab.build()["jars"]["spring-jetty"].name   # doctest: +SKIP
     'benchlab-jetty.jar'
     """
-    import time
+    done = build_jars(force=force, quiet=quiet)
+    try:
+        done["go"] = natives.build_go(force=force)
+    except ToolMissing as missing:  # a machine for the Spring servers only: go-nethttp says so when asked for
+        done["go"] = {"skipped": str(missing)}
+    return done
 
+
+def build_jars(*, force: bool = False, quiet: bool = True) -> dict:
+    """Build the four server jars with one Maven call; skip it when ``servers/`` has not changed:
+    ``{"built": bool, "seconds": float, "jars": {...}}``."""
     root = home.servers_dir()
     if not (root / "pom.xml").exists():
         raise BuildError(f"no servers/pom.xml under {root.parent}: set BENCHLAB_HOME to the benchlab checkout")
@@ -94,8 +106,8 @@ def build(*, force: bool = False, quiet: bool = True) -> dict:
 def ensure_built(server, *, java: str | None = None, cds: bool = True) -> None:
     """Build the jars if they are missing or older than ``servers/`` (a no-op when nothing changed); given
     ``java``, also the server's CDS archive for that JVM, so the first start does not make it."""
-    if server.builtin:
-        build()
+    if server.jvm:
+        build_jars()
         if java is not None and server.settings.aot:
             prepare_aot(server, java)  # trained before the run, so no run's time includes the training
         elif java is not None and cds:
@@ -188,7 +200,7 @@ def prepare_cds(server, java: str = "java") -> Cds:
     >>> prepare_cds(benchlab.running.servers.get("spring-jetty")).metadata()["launch"]   # doctest: +SKIP
     'cds'
     """
-    if not server.builtin:
+    if not server.jvm:
         raise UsageError(f"CDS applies to the built-in Spring servers, not to {server.name}")
     jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java
@@ -261,7 +273,7 @@ def prepare_aot(server, java: str = "java") -> Cds:
     >>> prepare_aot(benchlab.running.servers.get("spring-jetty+aot@java25"),  # doctest: +SKIP
     ...             "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
     """
-    if not server.builtin:
+    if not server.jvm:
         raise UsageError(f"aot applies to the built-in Spring servers, not to {server.name}")
     jar = Path(server.spring_jar)
     java_path = shutil.which(java) or java

@@ -97,7 +97,11 @@ def check_design(*, repeats, iterations, precision, max_repeats, restart: Restar
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
 
 
-def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, order: Order = "interleaved", seed=None,
+#: The scenario of a comparison that names none: built-in servers answer it, a custom server its own path.
+DEFAULT_SCENARIO = "hello"
+
+
+def matrix(servers, scenarios=None, connections=(200,), repeats=3, *, order: Order = "interleaved", seed=None,
            load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
            ) -> list[tuple[int, RunSpec]]:
     """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.
@@ -106,7 +110,8 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
     drift on the machine hits every server alike; ``order="shuffled"`` shuffles inside each repeat.
     ``options`` are the per-run options of :func:`benchlab.running.spec.prepare`; each spec is checked there.
     ``factors`` (:mod:`benchlab.running.factors`) add each server's variants beside it and repeat each cell per
-    value of a run option such as ``server_cpus``.
+    value of a run option such as ``server_cpus``. Without ``scenarios`` the one cell is
+    :data:`DEFAULT_SCENARIO`, which a custom server is measured at its own path for (its runs record the path).
     """
     server_list = as_list(servers, "servers") if servers is not None else []
     if not server_list or server_list == [None]:
@@ -124,11 +129,12 @@ def matrix(servers, scenarios=("hello",), connections=(200,), repeats=3, *, orde
     varied = factor_specs.run_options(factors, common)
     common = {k: v for k, v in common.items() if k not in varied[0]}
     cells = []
-    for scenario in as_list(scenarios, "scenarios"):
+    named = scenarios is not None
+    for scenario in as_list(scenarios, "scenarios") if named else [DEFAULT_SCENARIO]:
         for point in load_points(load, connections, users, loops, rates):
             for setting in varied:
-                cells.append([prepare(s, scenario, load=load, **common, **point, **setting, tools=False)
-                              for s in server_list])
+                cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario), load=load,
+                                      **common, **point, **setting, tools=False) for s in server_list])
     rng = random.Random(seed)
     runs: list[tuple[int, RunSpec]] = []
     for repeat in range(1, repeats + 1):

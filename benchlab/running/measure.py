@@ -66,7 +66,7 @@ def _server_info(url: str, server: servers.Server) -> dict:
         status, body = http_get(url, "/info", timeout=10)
         info = json.loads(body) if status == 200 else None
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        return {"server": server.flavour, "server_version": None, "note": f"GET /info failed: {exc}"}
+        return {"server": server.flavour or server.name, "server_version": None, "note": f"GET /info failed: {exc}"}
     if not isinstance(info, dict):
         shown = f"status {status}" if status != 200 else f"a JSON {type(info).__name__}"
         return {"note": f"GET /info answered {shown}, not a JSON object: nothing read from it"}
@@ -279,10 +279,10 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
     wrong = variants.mismatch(spec.server.name, checks)
     if wrong:
         raise ServerError(wrong, metadata={"server": info, "settings": checks})
-    meta = metadata.collect(java=spec.server_java if spec.server.builtin else "java", driver=spec.driver)
+    meta = metadata.collect(java=spec.server_java if spec.server.jvm else "java", driver=spec.driver)
     meta.update(
         server=info,
-        accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.builtin
+        accept_queue=(metadata.collect_accept_queue(info, spec.jvm_opts) if spec.server.jvm
                       else {}),
         settings=checks,
         launch=_launch_metadata(spec),
@@ -320,7 +320,7 @@ def _window_metadata(meta: dict, backend, instance, warmed: dict, on_cores: dict
 
 def _launch_metadata(spec: RunSpec) -> dict | None:
     """How a built-in server was launched locally: from its AOT cache, its CDS archive or the plain jar."""
-    if not spec.server.builtin or spec.backend != "local":
+    if not spec.server.jvm or spec.backend != "local":
         return None
     if spec.server.settings.aot:
         return _aot_metadata(spec)

@@ -49,10 +49,13 @@ DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker
 
 OPTIONS: tuple[Option, ...] = (
     Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow, spring-webflux, a "
-           "variant such as spring-tomcat+vt@java25, or http://127.0.0.1:PORT/PATH"),
-    Option("servers", "texts", "compare", "the servers to compare, comma separated; the first is the baseline"),
+           "variant such as spring-tomcat+vt@java25, the references nginx and go-nethttp, or "
+           "http://127.0.0.1:PORT/PATH"),
+    Option("servers", "texts", "compare", "the servers to compare, comma separated; the first is the baseline; "
+           "nginx and go-nethttp beside Spring servers show the machine's ceiling"),
     Option("scenario", "text", "run", "hello, json, reflect, sleep, sleep:<ms>, echo (or a path for your own server)"),
-    Option("scenarios", "texts", "compare", "one or more scenarios, comma separated"),
+    Option("scenarios", "texts", "compare", "one or more scenarios, comma separated (default: hello, and a custom "
+           "server at its own path)"),
     Option("connections", "int", "run", "concurrent connections of the load generator"),
     Option("connections", "ints", "compare", "one or more connection counts, comma separated"),
     Option("repeats", "count", "compare", "runs per server and cell, interleaved; auto: until precision is reached"),

@@ -64,19 +64,54 @@ def start(argv: list[str], *, cpus=None, stdout=None, stderr=None, stdin=subproc
 
 
 def stop(process: subprocess.Popen, *, grace: float = 10.0) -> int | None:
-    """SIGTERM, then SIGKILL after ``grace`` seconds; the whole process group, by its id."""
-    if process.poll() is not None:
-        return process.returncode
+    """SIGTERM, then SIGKILL after ``grace`` seconds, to the whole process group, by its id, until none of it
+    is left: a server's workers (nginx's) or a wrapper's children may outlive the process itself, and the next
+    server on the same port must not find them listening. Returns the process's exit code."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
+        if process.poll() is not None and not group(process.pid):
             break
+        _signal_group(process.pid, sig)
+        deadline = time.monotonic() + wait
         try:
-            return process.wait(timeout=wait)
+            process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             continue
+        if _group_gone(process.pid, deadline - time.monotonic()):
+            break
     return process.poll()
+
+
+def group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (zombies, already dead, left out), read from /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()  # after the command, which may hold spaces
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _group_gone(pgid: int, wait: float) -> bool:
+    """Wait up to ``wait`` seconds for the group to be empty; whether it is."""
+    deadline = time.monotonic() + wait
+    while group(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @dataclass(frozen=True)

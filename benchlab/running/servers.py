@@ -1,10 +1,11 @@
-"""The servers under test and what to ask them: the built-in Spring Boot targets and custom ones.
+"""The servers under test and what to ask them: the built-in Spring Boot targets, the references and custom ones.
 
 Built in are ``spring-tomcat``, ``spring-jetty`` and ``spring-undertow``: one Spring Boot application
 (``servers/app``) packaged three times, so the embedded server is the only difference; and
 ``spring-webflux``, the same endpoints and bodies on Spring WebFlux and Reactor Netty (``servers/webflux``),
 for servlet against reactive. A comparison takes the three servlet servers unless told otherwise (
-:data:`DEFAULT_SERVERS`). Any other program
+:data:`DEFAULT_SERVERS`). Two native servers are built in as references, to show the machine's ceiling:
+``nginx`` and ``go-nethttp`` (:data:`REFERENCES`, :mod:`benchlab.running.natives`). Any other program
 can be measured through :meth:`Server.from_command` (benchlab starts it) or :meth:`Server.from_url`
 (it is already running).
 """
@@ -21,78 +22,32 @@ from typing import ClassVar
 
 from .. import home
 from ..errors import UsageError
-from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, prepare_aot, prepare_cds
+from ..schema import REFERENCES
+from . import natives, process
+from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, ensure_built, prepare_aot, prepare_cds
+from .scenarios import ECHO_BODY, HELLO_BODY, JSON_BODY, SCENARIOS, Scenario, scenario  # noqa: F401 - re-exported
 from .variants import Settings, parse_name, settings
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """One request and what a correct answer to it looks like."""
-
-    name: str
-    path: str
-    method: str = "GET"
-    body: bytes | None = None
-    content_type: str | None = None
-    expect_status: int = 200
-    expect_body: bytes | None = None
-    expect_contains: bytes | None = None
-
-    def check(self, status: int, body: bytes) -> str | None:
-        """None when the answer is right, else what is wrong with it."""
-        if status != self.expect_status:
-            return f"status {status}, expected {self.expect_status}"
-        if self.expect_body is not None and body != self.expect_body:
-            return f"body differs from the expected {len(self.expect_body)} bytes"
-        if self.expect_contains is not None and self.expect_contains not in body:
-            return f"body lacks {self.expect_contains!r}"
-        return None
-
-
-HELLO_BODY = b"Hello from benchlab: one fixed body, served alike by all three servers"
-ECHO_BODY = b'{"id":1,"name":"benchlab","payload":"' + b"x" * 64 + b'"}'
-
-#: The endpoints of the built-in servers (servers/app/.../BenchController.java and, alike, the reactive
-#: servers/webflux/.../ReactiveController.java, whose sleep waits on a timer, not on a blocked thread).
-SCENARIOS: dict[str, Scenario] = {
-    "hello": Scenario("hello", "/hello", expect_body=HELLO_BODY),
-    "json": Scenario("json", "/json", expect_contains=b'"school"'),
-    "reflect": Scenario("reflect", "/reflect", expect_contains=b"User{id=1"),
-    "sleep": Scenario("sleep", "/sleep?ms=10", expect_contains=b"slept 10 ms"),
-    "echo": Scenario("echo", "/echo", method="POST", body=ECHO_BODY,
-                     content_type="application/octet-stream", expect_body=ECHO_BODY),
-}
-
-
-def scenario(name: str | Scenario) -> Scenario:
-    """The scenario called ``name``; ``sleep:50`` is the sleep endpoint with 50 ms."""
-    if isinstance(name, Scenario):
-        return name
-    if isinstance(name, str) and name.startswith("sleep:"):
-        ms = name.split(":", 1)[1]
-        if not ms.isdigit():
-            raise UsageError(f"bad scenario {name!r}: write sleep:<milliseconds>, such as sleep:50")
-        return Scenario(name, f"/sleep?ms={ms}", expect_contains=f"slept {ms} ms".encode())
-    if name not in SCENARIOS:
-        raise UsageError(f"unknown scenario {name!r}: choose one of {', '.join(SCENARIOS)} (or sleep:<ms>)")
-    return SCENARIOS[name]
-
-
-@dataclass(frozen=True)
 class Server:
-    """A server to measure, of one of three kinds, each knowing how it starts and what it reports:
-    :class:`SpringServer` (a built-in jar), :class:`CommandServer` (any program benchlab starts; ``{port}``
-    in its argv is replaced by a free port) and :class:`UrlServer` (already running; benchlab only sends it
-    load). ``kind`` names the kind.
+    """A server to measure, of one of four kinds, each knowing how it starts and what it reports:
+    :class:`SpringServer` (a built-in jar), :class:`ReferenceServer` (nginx or go-nethttp, the built-in native
+    references), :class:`CommandServer` (any program benchlab starts; ``{port}`` in its argv is replaced by a
+    free port) and :class:`UrlServer` (already running; benchlab only sends it load). ``kind`` names the kind.
     """
 
-    #: the kind's name: spring, command or url
+    #: the kind's name: spring, native, command or url
     kind: ClassVar[str] = "server"
     #: benchlab starts it; an attached URL it only loads
     starts: ClassVar[bool] = True
-    #: a built-in Spring Boot jar: it takes JVM options and settings, answers GET /info, starts from a CDS
-    #: archive or an AOT cache, and has a docker image
+    #: one of benchlab's own servers: it serves the scenarios with their bodies, answers GET /info, is built by
+    #: ``benchlab build`` and has a docker image
     builtin: ClassVar[bool] = False
+    #: a JVM from a built-in jar: it takes JVM options and settings, and starts from a CDS archive or an AOT cache
+    jvm: ClassVar[bool] = False
+    #: a native reference of the machine's ceiling (:mod:`benchlab.analysis.ceiling`)
+    reference: ClassVar[bool] = False
 
     name: str
     jar: str | None = None
@@ -143,9 +98,9 @@ class Server:
 
     def with_settings(self, **given) -> Server:
         """This built-in server with more settings (None keeps a setting as it is); its name says them all."""
-        if not self.builtin:
+        if not self.jvm:
             raise UsageError(f"settings such as {', '.join(given)} apply to the built-in Spring servers, not to "
-                             f"{self.name}; set them in its own command")
+                             f"{self.name}; " + ("it is not a JVM" if self.builtin else "set them in its own command"))
         current = self.settings
         now = {"java": current.java, "virtual_threads": current.virtual_threads,
                "max_threads": current.max_threads, "gc": current.gc, "heap": current.heap, "aot": current.aot}
@@ -196,7 +151,7 @@ class Server:
 
     def scenario(self, name: str | Scenario | None) -> Scenario:
         if self.builtin and not (isinstance(name, str) and name.startswith("/")):
-            return scenario(name or "hello")
+            return self.served(scenario(name or "hello"))
         if name in (None, "custom"):
             return self.default_scenario
         if isinstance(name, Scenario):
@@ -205,14 +160,35 @@ class Server:
             return Scenario(name, name)
         raise UsageError(f"server {self.name} is not a built-in: give scenario as a path such as '/hello'")
 
+    def own(self, name: str) -> Scenario:
+        """The scenario ``name`` as this server serves it when a comparison names no scenario: a built-in
+        server's own, a custom server's at its own path (the cell keeps the name, the run records the path)."""
+        return self.scenario(name) if self.builtin else Scenario(name, self.path)
+
+    def served(self, asked: Scenario) -> Scenario:
+        """``asked`` if this built-in server serves it; a reference refuses the Java-only ones."""
+        return asked
+
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True) -> list[str]:
-        """The command that starts this server on ``port``."""
+             cds: bool = True, folder: str = ".") -> list[str]:
+        """The command that starts this server on ``port``; ``folder`` holds the files of :meth:`files`."""
         raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
+
+    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str) -> dict[str, str]:
+        """The files its command reads, by name, which the backend writes into ``folder`` first."""
+        return {}
 
     def programs(self, java: str) -> list[tuple[str, str]]:
         """The programs that must be installed to start it locally, each with how to install it."""
         return []
+
+    def require(self, java: str) -> None:
+        """Everything it needs to start is installed: a :class:`ToolMissing` naming the install command if not."""
+        for program, install in self.programs(java):
+            process.require(program, install)
+
+    def build(self, *, java: str | None = None, cds: bool = True) -> None:
+        """Build what it starts from, when its sources changed (a no-op for a custom server)."""
 
 
 @dataclass(frozen=True)
@@ -221,9 +197,10 @@ class SpringServer(Server):
 
     kind: ClassVar[str] = "spring"
     builtin: ClassVar[bool] = True
+    jvm: ClassVar[bool] = True
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True) -> list[str]:
+             cds: bool = True, folder: str = ".") -> list[str]:
         """The command that starts this server on ``port``.
 
         It starts from its Class Data Sharing archive for this ``java`` when ``cds`` is true, making the
@@ -245,8 +222,51 @@ class SpringServer(Server):
         return [*self.settings.jvm_options(), *jvm_opts, "-jar", jar, *self.settings.arguments(self.spring_flavour),
                 f"--server.port={port}", f"--server.address={host}"]
 
+    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str) -> list[str]:
+        """The command of its container: the image's java with the same arguments as locally."""
+        return ["java", *self.java_arguments(port, jvm_opts=jvm_opts, jar=JAR_IN_IMAGE, host=host)]
+
     def programs(self, java: str) -> list[tuple[str, str]]:
         return [(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")]
+
+    def build(self, *, java: str | None = None, cds: bool = True) -> None:
+        ensure_built(self, java=java, cds=cds)
+
+
+#: Where a Spring server's image holds its jar (servers/Dockerfile).
+JAR_IN_IMAGE = "/app/server.jar"
+
+
+@dataclass(frozen=True)
+class ReferenceServer(Server):
+    """A native built-in server, a reference of what the machine can serve: ``nginx`` (Debian's, configured by
+    benchlab for each fork) or ``go-nethttp`` (``servers/go``); :mod:`benchlab.running.natives` knows each."""
+
+    kind: ClassVar[str] = "native"
+    builtin: ClassVar[bool] = True
+    reference: ClassVar[bool] = True
+
+    def served(self, asked: Scenario) -> Scenario:
+        if asked.name == "reflect":
+            raise UsageError(f"reflect is Java-only (a reflective call): {self.name} serves hello, json, sleep, "
+                             "sleep:<ms> and echo")
+        return asked
+
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+             cds: bool = True, folder: str = ".") -> list[str]:
+        return natives.argv(self.name, port, host=host, folder=folder)
+
+    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str) -> list[str]:
+        return natives.argv(self.name, port, host=host, folder=folder, container=True)
+
+    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str) -> dict[str, str]:
+        return natives.files(self.name, port, host=host, cpus=cpus, folder=folder)
+
+    def require(self, java: str) -> None:
+        natives.require(self.name)
+
+    def build(self, *, java: str | None = None, cds: bool = True) -> None:
+        natives.build(self.name)
 
 
 @dataclass(frozen=True)
@@ -256,7 +276,7 @@ class CommandServer(Server):
     kind: ClassVar[str] = "command"
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True) -> list[str]:
+             cds: bool = True, folder: str = ".") -> list[str]:
         return [a.replace("{port}", str(port)) for a in self.command]
 
     def programs(self, java: str) -> list[tuple[str, str]]:
@@ -277,9 +297,13 @@ def _spring(flavour: str) -> Server:
                   flavour=flavour, image=f"benchlab/spring-{flavour}")
 
 
-BUILTINS = tuple(f"spring-{f}" for f in FLAVOURS)
+BUILTINS = (*(f"spring-{f}" for f in FLAVOURS), *REFERENCES)
 #: What a comparison runs when no servers are named: the servlet servers, one application on three containers.
 DEFAULT_SERVERS = tuple(f"spring-{f}" for f in SERVLET_FLAVOURS)
+
+
+def _reference(name: str) -> Server:
+    return ReferenceServer(name=name, path="/hello", ready_path="/info", image=f"benchlab/{name}")
 
 
 def get(server: str | Server) -> Server:
@@ -288,12 +312,17 @@ def get(server: str | Server) -> Server:
         return server
     if isinstance(server, str) and server.startswith(("http://", "https://")):
         return Server.from_url(server)
+    if isinstance(server, str) and server in REFERENCES:
+        return _reference(server)
     if isinstance(server, str) and server in BUILTINS:
         return _spring(server.removeprefix("spring-"))
     if isinstance(server, str) and server in FLAVOURS:
         return _spring(server)
     if isinstance(server, str) and ("+" in server or "@" in server):
         base, given = parse_name(server)
+        if base in REFERENCES:
+            raise UsageError(f"{base} is not a JVM: settings such as {server.partition(base)[2]} apply to the built-in "
+                             "Spring servers only")
         if base in BUILTINS or base in FLAVOURS:
             return Server.spring(base, **given)
     raise UsageError(

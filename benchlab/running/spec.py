@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import cores, schema
 from ..errors import UsageError
 from ..schema import LOAD_MODELS, BackendName, LoadModel
-from . import backends, drivers, process, servers, variants
+from . import backends, drivers, servers, variants
 from .load import Load, parse_duration
 from .options import MAX_RETAKES
 
@@ -85,9 +85,7 @@ class RunSpec:
     def build(self) -> None:
         """The server's jar built, and its CDS archive or AOT cache for this run's java made, before any run's
         time starts (a container starts from its image's jar, without an archive)."""
-        from .jars import ensure_built
-
-        ensure_built(self.server, java=self.server_java, cds=self.cds and self.backend == "local")
+        self.server.build(java=self.server_java, cds=self.cds and self.backend == "local")
 
     def launch(self, run_id: str, log_path: Path) -> backends.Launch:
         """How a backend starts this spec's server: its port (the one asked, or a free one), cores and JVM."""
@@ -166,9 +164,8 @@ def check_tools(spec: RunSpec) -> None:
     server's program. Checked after every option, so a wrong option is named even where a tool is missing
     (and the fast tier of the tests needs none)."""
     drivers.get(spec.driver, spec.load.model).executable()
-    if spec.backend == "local":  # a container has its own JDK
-        for program, install in spec.server.programs(spec.java):
-            process.require(program, install)
+    if spec.backend == "local" or not spec.server.jvm:  # a JVM's container has its own JDK; nginx's is this one's
+        spec.server.require(spec.java)
 
 
 def _load(model: LoadModel, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
@@ -201,7 +198,7 @@ def _jvm_opts(jvm_opts, server: servers.Server) -> tuple[str, ...]:
     if isinstance(jvm_opts, str):
         jvm_opts = jvm_opts.split()
     jvm_opts = tuple(jvm_opts or ())
-    if jvm_opts and not server.builtin:
+    if jvm_opts and not server.jvm:
         raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
     return jvm_opts
 
@@ -216,7 +213,7 @@ def _check_port(port, server: servers.Server) -> None:
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise UsageError(f"port must be 1-65535, not {port!r}")
     if server.starts and backends.port_in_use(port):
-        raise UsageError(f"port {port} on 127.0.0.1 is in use by another program: stop it, or leave port "
+        raise UsageError(f"port {port} on 127.0.0.1 is in use by {backends.holder(port)}: stop it, or leave port "
                          "unset and benchlab picks a free one")
 
 

@@ -21,10 +21,18 @@ own load, and calls the server warm only when both hold there:
    enough to see a JIT step, and the last :data:`STEADY_WINDOW` seconds show no significant upward trend.
 
 A server with no JVM counters (not a JVM, or a JVM without perfdata) is judged on throughput alone, and
-its warm-up says so (``"rule": "throughput"``). At :data:`LIMIT` seconds the warm-up stops regardless:
-the run is flagged ``not_warm``. Each warm-up is classified as Barrett et al. do (*flat*, *warm-up*,
-*slowdown*, *no steady state*), and the time the JIT went quiet is kept, with the curve of rps, p99 and
-compile time per slice. Nothing of the warm-up is a result.
+its warm-up says so (``"rule": "throughput"``). One that is flat from its first slice is warm sooner
+(``"rule": "native-flat"``): once :data:`NATIVE_SLICES` slices or more form one segment (no change point:
+no step) with no upward trend. Measured here (nginx and go-nethttp on one core at 64 connections, wrk on the
+other, 12 forks on a shared machine), native servers serve from their first slice at the level of their last:
+the throughput rule's 30 s steady segment cost them 30-56 s; this rule called 7 of the 8 forks it judged warm
+at 20-21 s, the first second at which a step between the first slices and the next can show; the eighth, an
+nginx fork whose first 10 s served half of what it served after, went on to the throughput rule (51 s). A JVM
+without counters rises over its first slices, so a step or a trend keeps it on the throughput rule.
+
+At :data:`LIMIT` seconds the warm-up stops regardless: the run is flagged ``not_warm``. Each warm-up is
+classified as Barrett et al. do (*flat*, *warm-up*, *slowdown*, *no steady state*), and the time the JIT
+went quiet is kept, with the curve of rps, p99 and compile time per slice. Nothing of the warm-up is a result.
 """
 
 from __future__ import annotations
@@ -49,6 +57,12 @@ PRIME_LIMIT = 150.0
 QUIET_WINDOW = 20.0
 QUIET_SHARE = 0.05
 STEADY_WINDOW = 30.0
+#: The fewest slices from which a server without JVM counters can be called flat: two segments of the change
+#: points' shortest (changepoints.MIN_SEGMENT) each, the fewest in which a step can show.
+NATIVE_SLICES = 2 * changepoints.MIN_SEGMENT
+#: The least rise over those slices that counts as warming: a steady nginx fork here drifted up 1.9% over its first
+#: 20 s (196.7k to 200.5k req/s, a slope a t test calls significant), a JIT's warm-up rises 2-4x.
+NATIVE_RISE = 0.03
 
 
 def _slices(seconds: float) -> int:
@@ -109,9 +123,12 @@ def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIE
     """The state of a warm-up so far: ``{"warm", "class", "jit_quiet", "rule"}``.
 
     ``warm`` is the rule of this module; ``class`` the Barrett class of the throughput series; ``rule``
-    "jit+throughput", or "throughput" when the server has no JVM counters. ``origin`` holds the counters
-    read before the first slice; ``share`` is the compile time's share of the wall time under which the
-    compiler is quiet.
+    "jit+throughput", or, when the server has no JVM counters, "native-flat" (flat from its first slice,
+    :data:`NATIVE_SLICES` or more) or "throughput". ``origin`` holds the counters read before the first
+    slice; ``share`` is the compile time's share of the wall time under which the compiler is quiet.
+
+    >>> judge([{"rps": r} for r in (41000.0, 40600.0, 41300.0, 40900.0)])["rule"]
+    'native-flat'
     """
     rps = [s.get("rps") or 0.0 for s in slices]
     steady_slices = _slices(STEADY_WINDOW)
@@ -120,8 +137,35 @@ def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIE
     settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
                and not changepoints.rising(rps[-steady_slices:]))
     warm = settled and quiet is not False
+    if quiet is None and not warm and flat(rps):
+        return {"warm": True, "class": changepoints.FLAT, "jit_quiet": None, "rule": "native-flat"}
     return {"warm": warm, "class": kind, "jit_quiet": quiet,
             "rule": "throughput" if quiet is None else "jit+throughput"}
+
+
+def flat(rps: list[float]) -> bool:
+    """Whether a throughput series is flat from its first slice: :data:`NATIVE_SLICES` or more, every one
+    served, one segment (no change point) and no upward trend (a significant rise of :data:`NATIVE_RISE` or
+    more over the slices).
+
+    >>> flat([41000.0, 40600.0, 41300.0, 40900.0]), flat([20000.0, 21000.0, 40000.0, 41000.0])
+    (True, False)
+    >>> flat([196732.0, 198007.0, 198668.0, 200476.0])   # a steady drift of 1.9%: no warm-up
+    True
+    >>> flat([41000.0, 40600.0, 41300.0])    # too few to see a step
+    False
+    """
+    if len(rps) < NATIVE_SLICES or min(rps) <= 0 or len(changepoints.segments(rps)) > 1:
+        return False
+    return not (changepoints.rising(rps) and _rise(rps) >= NATIVE_RISE)
+
+
+def _rise(rps: list[float]) -> float:
+    """The least-squares line's rise from the first slice to the last, as a share of the mean."""
+    n, mean = len(rps), sum(rps) / len(rps)
+    centred = [i - (n - 1) / 2 for i in range(n)]
+    slope = sum(t * (r - mean) for t, r in zip(centred, rps)) / sum(t * t for t in centred)
+    return slope * (n - 1) / mean
 
 
 def steady(rps: list[float]) -> bool:

@@ -11,9 +11,19 @@ import inspect
 
 from ...errors import UsageError
 from ...schema import BACKENDS
-from .base import Backend, Instance, Launch, check_port_free, free_port, port_in_use, start_failure_hint, wait_ready
+from .base import (
+    Backend,
+    Instance,
+    Launch,
+    check_port_free,
+    free_port,
+    holder,
+    port_in_use,
+    start_failure_hint,
+    wait_ready,
+)
 
-__all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "port_in_use",
+__all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "holder", "port_in_use",
            "start_failure_hint", "wait_ready"]
 
 NAMES = BACKENDS

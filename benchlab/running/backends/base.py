@@ -59,8 +59,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether another program holds ``port`` on ``host``: the one probe, before a run and at its start."""
+    """Whether a program listens on ``port`` at ``host``: the one probe, before a run and at each fork's start.
+
+    It binds as servers do, with ``SO_REUSEADDR``, which Linux refuses only while a socket listens there: the
+    sockets a fork's connections leave in TIME-WAIT for a minute after its server stopped do not count, as
+    they do not stop the next server (nginx, Go's net/http, Netty, Tomcat all bind so). A plain bind would
+    fail on them, and every other fork on a fixed port with it.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -68,11 +75,40 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def check_port_free(port: int, host: str = "127.0.0.1") -> None:
-    """At a server's start: a port taken since the options were checked fails the run."""
-    if port_in_use(port, host):
-        raise ServerError(f"port {port} on {host} is in use by another program: stop it, or pick another port "
-                          "(leave port unset and benchlab picks a free one)")
+def holder(port: int) -> str:
+    """Who listens on ``port``, for a message: "PID 123 (nginx: master process ...)", or "another program"
+    where the kernel does not say (another user's process, another network namespace)."""
+    import psutil
+
+    try:
+        found = [c.pid for c in psutil.net_connections(kind="tcp")
+                 if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid]
+    except (psutil.Error, OSError):
+        found = []
+    for pid in found:
+        try:
+            process = psutil.Process(pid)
+            command = " ".join(process.cmdline()) or process.name()
+        except psutil.Error:
+            continue
+        return f"PID {pid} ({command[:120]})"
+    return "another program"
+
+
+#: Seconds a fork's start waits for the port to be let go: the last fork's server tree is gone by then, unless
+#: a program outside it holds the port.
+PORT_WAIT = 10.0
+
+
+def check_port_free(port: int, host: str = "127.0.0.1", *, wait: float = PORT_WAIT) -> None:
+    """At a server's start: wait up to ``wait`` seconds until nothing listens on ``port``; a port still held
+    then fails the run, naming the program that holds it."""
+    deadline = time.monotonic() + wait
+    while port_in_use(port, host):
+        if time.monotonic() >= deadline:
+            raise ServerError(f"port {port} on {host} is held by {holder(port)} (still after {wait:.0f} s): stop "
+                              "it, or pick another port (leave port unset and benchlab picks a free one)")
+        time.sleep(0.05)
 
 
 def start_failure_hint(log: str) -> str:
@@ -118,12 +154,14 @@ def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | 
 
 
 def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: float = 0.01,
-               on_exit: Callable[[], Exception] | None = None) -> float:
+               on_exit: Callable[[], Exception] | None = None,
+               on_timeout: Callable[[], Exception] | None = None) -> float:
     """Poll ``url`` every ``poll`` seconds until any HTTP answer; return the seconds it took.
 
     Any status is an answer (a 404, a redirect: the server is listening); only the server itself is
     asked (:func:`http_get`: no proxy, no redirect followed). ``alive()`` is checked between polls so a
-    server that dies during start fails at once, with the error ``on_exit()`` builds.
+    server that dies during start fails at once, with the error ``on_exit()`` builds; one that never answers
+    fails after ``timeout`` seconds with the error ``on_timeout()`` builds.
     """
     began = time.monotonic()
     deadline = began + timeout
@@ -138,5 +176,6 @@ def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: flo
         if not alive():
             raise on_exit() if on_exit else ServerError(f"the server exited before {url} answered")
         if time.monotonic() > deadline:
-            raise ServerError(f"{url} did not answer within {timeout:.0f} s; the server is stopped")
+            raise on_timeout() if on_timeout else ServerError(f"{url} did not answer within {timeout:.0f} s; the "
+                                                               "server is stopped")
         time.sleep(poll)

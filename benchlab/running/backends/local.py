@@ -21,12 +21,19 @@ def _exit_error(server, argv: list[str], log_path: Path, returncode) -> ServerEr
     )
 
 
+def _silent_error(url: str, launch: Launch) -> ServerError:
+    """A server that never answered: the first line as before, then what it wrote meanwhile."""
+    log = launch.log_path.read_text(errors="replace") if launch.log_path.exists() else ""
+    return ServerError(f"{url} did not answer within {launch.startup_timeout:.0f} s; the server is stopped\n"
+                       f"  last lines of {launch.log_path}:\n{tail(log, 12) or '  (nothing)'}")
+
+
 def _wide(server, launch: Launch) -> bool:
     """Whether this JVM starts on more cores than it runs on: a built-in server whose run holds more cores
     than the server's. On one pinned core Spring Boot took 5.3 s to answer, on two 3.2 s; its ergonomics
     (SerialGC, one compiler thread, the pools' sizes) stay those of its own cores through
     ``-XX:ActiveProcessorCount``, unless the JVM options set that themselves."""
-    return (server.builtin and bool(launch.cpus) and bool(set(launch.start_cpus) - set(launch.cpus))
+    return (server.jvm and bool(launch.cpus) and bool(set(launch.start_cpus) - set(launch.cpus))
             and not any(o.startswith("-XX:ActiveProcessorCount=") for o in launch.jvm_opts))
 
 
@@ -73,6 +80,7 @@ class LocalInstance:
             timeout=self.launch.startup_timeout,
             alive=self.alive,
             on_exit=lambda: _exit_error(self.server, self.argv, self.launch.log_path, self.process.poll()),
+            on_timeout=lambda: _silent_error(ready, self.launch),
         )
         self.startup_ms = seconds * 1000.0
         if self.wide:
@@ -105,12 +113,15 @@ class LocalBackend:
     name = "local"
 
     def start(self, server, launch: Launch) -> LocalInstance:
-        for program, install in server.programs(launch.java):
-            process.require(program, install)
-        check_port_free(launch.port, launch.host)
+        server.require(launch.java)
+        check_port_free(launch.port, launch.host)  # waits, bounded, for the last fork's server to let it go
+        folder = launch.log_path.parent  # the run's folder: nginx's configuration, pid file and temporary files
+        for name, text in server.files(launch.port, host=launch.host, cpus=launch.cpus, folder=str(folder)).items():
+            (folder / name).write_text(text)
         wide = _wide(server, launch)
         jvm_opts = (f"-XX:ActiveProcessorCount={len(launch.cpus)}", *launch.jvm_opts) if wide else launch.jvm_opts
-        argv = server.argv(launch.port, jvm_opts=jvm_opts, java=launch.java, host=launch.host, cds=launch.cds)
+        argv = server.argv(launch.port, jvm_opts=jvm_opts, java=launch.java, host=launch.host, cds=launch.cds,
+                           folder=str(folder))
         began = time.monotonic()
         instance = LocalInstance(server, launch, argv, wide=wide)
         try:

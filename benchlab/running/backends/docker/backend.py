@@ -8,7 +8,7 @@ from ....cores import format_cpus
 from ....errors import ServerError, UsageError
 from ... import servers
 from ..base import Launch, check_port_free
-from . import images
+from . import images, native_images
 from .containers import ContainerLoad, DockerInstance, parse_memory
 from .engine import (
     OWNER_LABEL,
@@ -91,7 +91,7 @@ class DockerBackend:
         self.client  # noqa: B018 - connect now, after the checks that need no engine
         self._check_cpus(launch.cpus, "server")
         parse_memory(launch.memory)
-        image = images.build_server(self.client, server, base_image=self.base_image)
+        image = native_images.build(self.client, server, base_image=self.base_image)
         remote = engine_address(self.docker_host)
         bind = remote or launch.host
         if remote is None:

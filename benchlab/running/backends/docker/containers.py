@@ -17,7 +17,8 @@ from ..base import Launch, start_failure_hint, wait_ready
 from . import images
 from .engine import ROLE_LABEL, container_name, is_not_found, remove
 
-JAR_IN_IMAGE = "/app/server.jar"
+#: Where a container's files go (nginx's configuration, pid file and temporary files): made in every image.
+FOLDER_IN_IMAGE = "/bench"
 MIN_MEMORY = 6 * 2**20  # the engine refuses less
 
 
@@ -116,17 +117,22 @@ class DockerInstance:
         self._stats: ContainerStats | None = None
         self._exited = threading.Event()
         self._stopped = False
-        self.command = server.java_arguments(launch.port, jvm_opts=launch.jvm_opts, jar=JAR_IN_IMAGE, host=bind)
+        argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, host=bind, folder=FOLDER_IN_IMAGE)
+        files = server.files(launch.port, host=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE)
+        for name, text in files.items():  # kept beside the run's log too, as the local backend keeps them
+            (Path(launch.log_path).parent / name).write_text(text)
         memory = parse_memory(launch.memory)
         self.metadata: dict = {"container": self.name, "image": image.tag, "image_id": image.id,
-                               "argv": ["java", *self.command], "cpus": list(launch.cpus)}
+                               "argv": argv, "cpus": list(launch.cpus)}
         self._began = time.monotonic()
         self.container = client.containers.create(
-            image.tag, entrypoint=["java"], command=self.command, name=self.name, labels=labels,
+            image.tag, entrypoint=argv[:1], command=argv[1:], name=self.name, labels=labels,
             network_mode="host", cpuset_cpus=format_cpus(launch.cpus), mem_limit=memory, memswap_limit=memory,
             detach=True,
         )
         self.metadata["container_id"] = self.container.id
+        if files:
+            self.container.put_archive(FOLDER_IN_IMAGE, _tar({k: v.encode() for k, v in files.items()}))
         self.container.start()
         threading.Thread(target=self._watch_exit, name="benchlab-docker-wait", daemon=True).start()
 

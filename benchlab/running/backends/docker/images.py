@@ -258,10 +258,11 @@ def server_tag(server: servers.Server, base_id: str) -> str:
 
 def build_server(client, server: servers.Server | str, *, base_image: str | None = None,
                  force: bool = False) -> Image:
-    """The image of a built-in server on ``base_image`` (the offline base by default), built if missing."""
+    """The image of a built-in Spring server on ``base_image`` (the offline base by default), built if missing;
+    the references' images are :mod:`.native_images`'."""
     server = servers.get(server)
-    if not server.builtin:
-        raise UsageError(f"{server.name} is not a built-in server: only those have images (benchlab/spring-*)")
+    if not server.jvm:
+        raise UsageError(f"{server.name} is not a built-in Spring server: its image is built by native_images.build")
     jars.ensure_built(server)
     base = base_image or build_base(client).tag  # as given, or the offline base (built if missing)
     tag = server_tag(server, _base_id(client, base))
@@ -281,8 +282,9 @@ def build_server(client, server: servers.Server | str, *, base_image: str | None
 
 
 def build_servers(client, *, base_image: str | None = None, force: bool = False) -> dict[str, Image]:
-    """The built-in servers' images (each built only if its inputs changed)."""
-    return {name: build_server(client, name, base_image=base_image, force=force) for name in servers.BUILTINS}
+    """The built-in Spring servers' images (each built only if its inputs changed)."""
+    return {f"spring-{f}": build_server(client, f"spring-{f}", base_image=base_image, force=force)
+            for f in jars.FLAVOURS}
 
 
 # --- wrk, for load in a container -----------------------------------------------------------------------
