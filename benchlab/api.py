@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import shutil
 import sys
+import time
 from pathlib import Path
 
+from .analysis.budget import Budget
 from .analysis.precision import Rule
 from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
 from .running import servers
-from .running.matrix import check_design, load_tag, matrix, run_name, suite_id
+from .running.matrix import budget_seconds, check_design, load_tag, matrix, run_name, suite_id
 from .running.measure import failed, fork, measure, new_run_id, now
-from .running.options import keywords
+from .running.options import DEFAULT_SERVERS, Comparison, RunOptions, keywords
 from .running.pool import Pool
 from .running.spec import RunSpec, check_tools, prepare
 from .schema import AUTO
@@ -53,13 +55,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     >>> r = benchlab.run("spring-jetty", "hello", connections=64, duration="5s", warmup="2s")  # doctest: +SKIP
     >>> r.to_frame()[["server", "rps", "p99"]]  # doctest: +SKIP
     """
-    spec = prepare(server, scenario, connections=connections, threads=threads, duration=duration, warmup=warmup,
-                   timeout=timeout, load=load, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan,
-                   driver=driver, pipeline=pipeline, keepalive=keepalive, backend=backend, server_cpus=server_cpus,
-                   load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
-                   startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
-                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host,
-                   retakes=retakes, tools=False)
+    given = {k: v for k, v in locals().items() if k not in ("server", "scenario", "results_dir", "label")}
+    spec = prepare(server, scenario, RunOptions.of(**given), tools=False)  # the options, as one object, below here
     base = results_home(results_dir)
     check_tools(spec)  # after every option and the results folder, so each mistake is named first
     run_id = slug(new_run_id(spec))
@@ -89,14 +86,14 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 
 
 @keywords
-def compare(servers=servers.DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=3, *, iterations=1,
-            interleave="forks", precision=0.03, max_repeats=10, threads=None,
-            duration="30s", warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None,
-            ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
-            restart="each-run", baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
-            java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
-            base_image=None, load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None,
-            label=None, progress=True, on_run=None):
+def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, iterations=None,
+            interleave=None, precision=0.03, max_repeats=10, budget=None, threads=None, duration="30s",
+            warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None, ramp_up=0, plan=None,
+            driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-run",
+            baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
+            memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
+            load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None, label=None,
+            progress=True, on_run=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -113,6 +110,11 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=None, connections=(200,),
         with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep. Without ``scenarios`` the built-in
         servers answer "hello" and a custom server is measured at its own path, in one cell (the report says
         which path each was measured at)
+    repeats, iterations, interleave : left None, they are 3, 1 and "forks"; with a ``budget``, "auto", "auto" and
+        "windows": benchlab chooses the forks, the windows a fork and their order within the time.
+    budget : the most wall time the comparison may take ("10m"): a round is started only if it fits in what is
+        left, judged from what the comparison's own forks and windows cost; the result says the interval it
+        reached and what more time would buy (``Suite.budget``).
     iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
         warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
         (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
@@ -146,23 +148,18 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=None, connections=(200,),
     ...                          duration="10s", warmup="5s")              # doctest: +SKIP
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
+    given = {k: v for k, v in locals().items() if k not in ("results_dir", "label", "progress", "on_run")}
+    comparison = Comparison.of(**given)  # every option, as one object, from here down
     from .analysis.suite import Suite
     from .running.progress import Progress
 
-    check_design(repeats=repeats, iterations=iterations, precision=precision, max_repeats=max_repeats,
-                 restart=restart, interleave=interleave, port=port)
-    # what every run of the comparison takes alike; the matrix sets each run's load point
-    options = dict(threads=threads, duration=duration, warmup=warmup, timeout=timeout, ramp_up=ramp_up, plan=plan,
-                   driver=driver, pipeline=pipeline, keepalive=keepalive, backend=backend, server_cpus=server_cpus,
-                   load_cpus=load_cpus, jvm_opts=jvm_opts, java=java, cds=cds, memory=memory, port=port,
-                   startup_timeout=startup_timeout, allow_remote=allow_remote, docker_host=docker_host,
-                   base_image=base_image, load_in_container=load_in_container, load_docker_host=load_docker_host,
-                   retakes=retakes)
-    schedule = matrix(servers, scenarios, connections, max_repeats if repeats == AUTO else repeats, order=order,
-                  seed=seed, load=load, users=users, loops=loops, rates=rates, options=options, factors=factors)
+    check_design(comparison)
+    repeats, iterations, interleave = comparison.design()
+    limit = budget_seconds(budget) if budget is not None else None
+    schedule = matrix(comparison, max_repeats if repeats == AUTO else repeats)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
     rule = Rule(repeats=repeats, iterations=iterations, precision=precision, baseline=_baseline(baseline, names),
-                interleave=interleave)
+                interleave=interleave, budget=Budget(limit) if limit else None)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:
@@ -178,11 +175,12 @@ def compare(servers=servers.DEFAULT_SERVERS, scenarios=None, connections=(200,),
         run_round = _round if interleave == "windows" else _one_by_one
         with Pool(base, enabled=restart == "never") as pool:
             for repeat, specs in _rounds(schedule):
-                if rule.stop(records, repeat=repeat, new_round=repeat != schedule[0][0]):
-                    break  # a whole round is done and every ratio is known well enough
+                if rule.stop(records, repeat=repeat, new_round=repeat != schedule[0][0], forks=len(specs)):
+                    break  # every ratio is known well enough, or the budget cannot pay for this round
                 m = rule.windows(records, repeat=repeat)
                 planned = [(spec, _windows(base, run_name(spec, repeat), m)) for spec in specs]
-                for done in run_round(planned, repeat=repeat, suite=suite, label=label, pool=pool, bar=bar):
+                for done in run_round(planned, repeat=repeat, suite=suite, label=label, pool=pool, bar=bar,
+                                      deadline=rule.budget.deadline if rule.budget else None):
                     records.extend(done)
                     for record in done if on_run else ():
                         on_run(record)
@@ -214,9 +212,12 @@ def _rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec
     return out
 
 
-def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
-    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs."""
+def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None):
+    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs. No
+    fork starts after the ``deadline`` (a budget's)."""
     for spec, windows in planned:
+        if deadline is not None and time.monotonic() >= deadline:
+            return
         done = _stored(windows)
         if done is not None:
             bar.finish(ran=False)
@@ -227,7 +228,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
         yield done
 
 
-def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
+def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None):
     """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
     (:func:`benchlab.running.rounds.run`); a fork that failed keeps its windows and records the next as failed."""
     from .running import rounds
@@ -246,7 +247,7 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar):
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
     for one in todo:
         one.phase = lambda name, server=one.spec.server.name: bar.phase(f"{server} {name}")
-    outcomes = rounds.run(todo)
+    outcomes = rounds.run(todo, deadline=deadline)
     bar.finish(count=len(outcomes))
     for outcome in outcomes:
         if outcome.error is None:

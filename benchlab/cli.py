@@ -36,15 +36,12 @@ _SCALARS: dict[str, Callable[[str], object]] = {"text": str, "int": int, "float"
 
 
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
-    """The command's flags, generated from :data:`benchlab.running.options.OPTIONS`: the function's defaults apply."""
-    import inspect
-
-    from . import api
+    """The command's flags, generated from :data:`benchlab.running.options.OPTIONS`, with their defaults (the
+    function's own: the declaration holds both)."""
     from .running.options import options
 
-    defaults = inspect.signature(getattr(api, where)).parameters
     for option in options(where):
-        default = defaults[option.name].default
+        default = option.default
         shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
         extra: dict = {"default": argparse.SUPPRESS,
                        "help": option.help + ("" if shown in (None, False, "", ()) else f" (default: {shown})")}

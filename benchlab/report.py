@@ -127,14 +127,19 @@ def check_options(given: Mapping[str, Any]) -> None:
     from . import cores
     from .running import options, servers, spec
     from .running.load import Load, _positive_int, parse_duration
-    from .running.matrix import check_repeats
+    from .running.matrix import budget_seconds, check_repeats
 
     choices = {o.name: o.choices for o in options.OPTIONS if o.choices}
+    chosen = {o.name for o in options.OPTIONS if o.default is None}  # None: compare() chooses
     for name, value in given.items():
+        if value is None and name in chosen:
+            continue
         if name in choices:
             spec._choice(name, value, choices[name])
         elif name == "repeats":
             check_repeats(value, auto=True)
+        elif name == "budget":
+            budget_seconds(value)
         elif name in ("connections", "users", "loops", "threads"):
             for one in _each(value):
                 if one is not None:

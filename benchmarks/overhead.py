@@ -37,6 +37,7 @@ from figures import line, ratio_interval
 
 from benchlab.running import backends, drivers, jars, process, warmup
 from benchlab.running.monitor import Monitor
+from benchlab.running.options import RunOptions
 from benchlab.running.spec import prepare
 
 DOSE = 100
@@ -81,7 +82,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=64)
     args = parser.parse_args()
 
-    spec = prepare(args.server, "hello", connections=args.connections, duration=f"{args.duration}s")
+    spec = prepare(args.server, "hello", RunOptions(connections=args.connections, duration=f"{args.duration}s"))
     jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
     driver = drivers.get(spec.driver, spec.load.model)
     workdir = Path(tempfile.mkdtemp(prefix="benchlab-overhead-"))

@@ -50,6 +50,7 @@ from figures import line, ratio_interval
 
 from benchlab.running import rounds, warmup
 from benchlab.running.measure import Fork
+from benchlab.running.options import RunOptions
 from benchlab.running.spec import prepare
 
 MARGIN = 0.05
@@ -60,7 +61,7 @@ def arms(server: str, shortcut: str | None) -> list[tuple[str, dict]]:
     if shortcut == "aot":
         return [("java25", {"server": f"{server}@java25"}), ("aot", {"server": f"{server}+aot@java25"})]
     if shortcut == "widestart":
-        return [("pinned", {"server": server, "jvm_opts": ["-XX:ActiveProcessorCount=1"]}),
+        return [("pinned", {"server": server, "jvm_opts": ("-XX:ActiveProcessorCount=1",)}),
                 ("widestart", {"server": server})]
     return [("auto", {"server": server})]
 
@@ -94,8 +95,9 @@ def one_round(server_list: list[str], args, base: Path, r: int) -> list[dict]:
     measured = args.windows * (1 if args.shortcut else 2)
     forks = []
     for server, arm, options in plan:
-        spec = prepare(scenario="hello", connections=args.connections, duration=args.duration, warmup="auto",
-                       **options)
+        given = dict(options)
+        spec = prepare(given.pop("server"), "hello", RunOptions.of(connections=args.connections,
+                                                                   duration=args.duration, warmup="auto", **given))
         name = f"{server}-{arm}-r{r}"
         forks.append(Fork(spec, _windows(base / name, name, measured), repeat=r + 1))
     with rounds.together(forks) as outcomes:

@@ -11,6 +11,7 @@ import pytest
 import benchlab
 from benchlab import schema
 from benchlab.analysis import precision, stats
+from benchlab.running.options import RunOptions
 from benchlab.store.files import slug
 from benchlab.store.results import Run, frame, save
 
@@ -84,8 +85,8 @@ def test_every_parameter_a_run_stores_is_in_its_cell_or_said_why_not():
     from benchlab.running import spec as specs
     from benchlab.running.options import DOCKER_OPTIONS
 
-    spec = specs.prepare("spring-tomcat", "hello", server_cpus=[0], load_cpus=[1], tools=False, pipeline=4,
-                         keepalive=True)
+    spec = specs.prepare("spring-tomcat", "hello", RunOptions(server_cpus=[0], load_cpus=[1], pipeline=4,
+                                                              keepalive=True), tools=False)
     stored_keys = {*spec.params(), "iteration", "fork"} - {"backend_options"} | set(DOCKER_OPTIONS)
     in_cell = set(schema.CELL) - {"label"}
     said = set(schema.NOT_CELL)
@@ -99,8 +100,9 @@ def test_every_parameter_a_run_stores_is_in_its_cell_or_said_why_not():
 def test_the_specs_cell_key_is_the_cell(change, same):
     from benchlab.running import spec as specs
 
-    options = {"server": "spring-tomcat", "scenario": "hello", "server_cpus": [0], "load_cpus": [1], "threads": 1,
-               "connections": 64, "tools": False}
-    one, other = specs.prepare(**options), specs.prepare(**{**options, **change})
+    options = {"server_cpus": [0], "load_cpus": [1], "threads": 1, "connections": 64}
+    server = change.pop("server", "spring-tomcat")
+    one = specs.prepare("spring-tomcat", "hello", RunOptions.of(**options), tools=False)
+    other = specs.prepare(server, "hello", RunOptions.of(**{**options, **change}), tools=False)
     assert (one.cell_key() == other.cell_key()) is same
     assert json.loads(json.dumps(schema.cell(one.params()))) == schema.cell(one.params())

@@ -43,13 +43,13 @@ def test_the_modules_that_check_a_closed_set_take_schemas_values():
 TYPOS = '''
 from benchlab.analysis.precision import Rule
 from benchlab.running.load import Load
-from benchlab.running.matrix import matrix
+from benchlab.running.options import Comparison
 from benchlab.schema import ClaimVerdict, WarmupClass
 from benchlab.store.results import Run
 
 Run(id="a", params={}, metrics={}, metadata={}, status="okk")
 Load(model="duraton")
-matrix(["spring-tomcat"], order="interleave")
+Comparison(order="interleave")
 Rule(repeats=3, iterations=1, precision=0.05, baseline="a", interleave="fork")
 verdict: ClaimVerdict = "hold"
 kind: WarmupClass = "warmup"

@@ -27,6 +27,7 @@ from benchlab.running import backends, servers
 from benchlab.running.backends import Launch
 from benchlab.running.backends.docker import DockerBackend, containers, engine, images
 from benchlab.running.measure import measure, new_run_id
+from benchlab.running.options import RunOptions
 from benchlab.running.spec import prepare
 
 from .conftest import CAPTURES
@@ -201,8 +202,8 @@ def test_unknown_backend_option_is_named():
 ])
 def test_each_server_in_a_container(docker_host, client, server_images, tmp_path, server, impl, version,
                                     in_container):
-    spec = prepare(server, "hello", backend="docker", server_cpus="0", load_cpus="1", memory="768m",
-                   docker_host=docker_host, load_in_container=in_container, **SHORT)
+    spec = prepare(server, "hello", RunOptions(backend="docker", server_cpus="0", load_cpus="1", memory="768m",
+                                               docker_host=docker_host, load_in_container=in_container, **SHORT))
     record, containers = run_watched(spec, tmp_path, client, at="measure")
 
     row = record.to_frame().iloc[0]
@@ -243,8 +244,8 @@ def test_each_reference_in_a_container_from_scratch(docker_host, client, tmp_pat
     image = native_images.build(client, server)
     assert image.size < 30e6, "the binary and what it loads, FROM scratch"
     assert not native_images.build(client, server).built, "tagged by content: built once"
-    spec = prepare(server, scenario, backend="docker", server_cpus="0", load_cpus="1", docker_host=docker_host,
-                   **SHORT)
+    spec = prepare(server, scenario, RunOptions(backend="docker", server_cpus="0", load_cpus="1",
+                                                docker_host=docker_host, **SHORT))
     record, containers = run_watched(spec, tmp_path, client, at="measure")
     row = record.to_frame().iloc[0]
     assert row["status"] == "ok" and row["rps"] > 0 and row["errors_total"] == 0
@@ -325,8 +326,8 @@ def test_run_refuses_an_engine_off_loopback_and_accepts_it_with_allow_remote(jar
 @pytest.mark.integration
 def test_interrupted_run_leaves_no_container(docker_host, client, server_images, tmp_path):
     """A Ctrl-C (a real SIGINT, from a timer) during the measured phase stops and removes the container."""
-    spec = prepare("spring-undertow", "hello", backend="docker", connections=32, duration="20s", warmup=0,
-                   docker_host=docker_host)
+    spec = prepare("spring-undertow", "hello", RunOptions(backend="docker", connections=32, duration="20s", warmup=0,
+                                                          docker_host=docker_host))
     run_id = new_run_id(spec)
     seen = {}
 
@@ -402,8 +403,8 @@ def test_server_on_a_second_engine(docker_host, client, remote_host, jars, tmp_p
     options = {"docker_host": remote_host}
     if load != "local wrk":
         options["load_docker_host"] = docker_host
-    spec = prepare("spring-tomcat", "hello", backend="docker", server_cpus="0", load_cpus="1",
-                   **options, **SHORT)
+    spec = prepare("spring-tomcat", "hello", RunOptions.of(backend="docker", server_cpus="0", load_cpus="1",
+                                                           **options, **SHORT))
     record, containers = run_watched(spec, tmp_path, remote, at="measure")
     assert record.metrics["rps"] > 0 and record.metrics["server_samples"] >= 2
     assert [c["Name"] for c in containers] == [f"/benchlab-{record.id}"]  # only the server is on that engine

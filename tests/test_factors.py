@@ -15,6 +15,7 @@ from benchlab.errors import UsageError
 from benchlab.present import charts
 from benchlab.running import factors, servers, variants
 from benchlab.running.matrix import matrix
+from benchlab.running.options import Comparison
 from benchlab.store import results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ def test_virtual_threads_on_java_17_exits_2_on_the_command_line(tmp_path):
     (lambda: factors.parse(["aot=maybe"]), "aot is true or false, not 'maybe'"),
     (lambda: factors.parse({"threads": [1]}), "unknown factor 'threads'"),
     (lambda: factors.parse(["virtual_threads"]), "bad factor 'virtual_threads': write name=value,value"),
-    (lambda: matrix(["spring-tomcat+vt@java25"], factors={"virtual_threads": [False, True]}),
+    (lambda: matrix(Comparison.of(servers=["spring-tomcat+vt@java25"], factors={"virtual_threads": [False, True]})),
      "spring-tomcat+vt@java25 already sets virtual_threads"),
 ])
 def test_a_setting_that_cannot_be_taken_is_refused(call, says):
@@ -150,8 +151,8 @@ def test_virtual_false_is_checked_too_and_strings_read_as_json_does():
 # --- crossing -------------------------------------------------------------------------------------------
 
 def test_factors_cross_every_server_and_the_matrix_interleaves_them():
-    runs = matrix(["spring-tomcat", "spring-jetty"], ["hello"], repeats=2,
-                  factors=["virtual_threads=false,true", "java=25"])
+    runs = matrix(Comparison.of(servers=["spring-tomcat", "spring-jetty"], scenarios=["hello"], repeats=2,
+                                factors=["virtual_threads=false,true", "java=25"]))
     names = [spec.server.name for _, spec in runs]
     first = ["spring-tomcat@java25", "spring-tomcat+vt@java25", "spring-jetty@java25", "spring-jetty+vt@java25"]
     assert names == first * 2
@@ -159,12 +160,12 @@ def test_factors_cross_every_server_and_the_matrix_interleaves_them():
 
 
 def test_server_cpus_as_a_factor_repeats_each_cell_per_core_set():
-    runs = matrix(["spring-tomcat", "spring-jetty"], ["hello"], repeats=1, factors={"server_cpus": ["0"]},
-                  options={"server_cpus": None})
+    runs = matrix(Comparison.of(servers=["spring-tomcat", "spring-jetty"], scenarios=["hello"], repeats=1,
+                                factors={"server_cpus": ["0"]}))
     assert [(spec.server.name, spec.server_cpus) for _, spec in runs] == [("spring-tomcat", (0,)),
                                                                           ("spring-jetty", (0,))]
     with pytest.raises(UsageError, match="server_cpus is both an option and a factor"):
-        matrix(["spring-tomcat"], factors={"server_cpus": ["0"]}, options={"server_cpus": "0"})
+        matrix(Comparison.of(servers=["spring-tomcat"], factors={"server_cpus": ["0"]}, server_cpus="0"))
 
 
 def _runs(table):

@@ -6,6 +6,13 @@ import pytest
 
 from benchlab.errors import UsageError
 from benchlab.running.matrix import matrix
+from benchlab.running.options import Comparison
+
+
+def plan(servers, scenarios=None, connections=(200,), repeats=3, **given):
+    """The matrix of compare()'s options, as compare() builds it: one Comparison, every option by name."""
+    return matrix(Comparison.of(servers=servers, scenarios=scenarios, connections=connections, repeats=repeats,
+                                **given))
 
 SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 SHORT = {"duration": "1s", "warmup": 0}
@@ -16,22 +23,22 @@ def names(runs):
 
 
 def test_interleaved_order_is_abcabc():
-    runs = matrix(SERVERS, ["hello"], [10], repeats=3, options=SHORT)
+    runs = plan(SERVERS, ["hello"], [10], repeats=3, **SHORT)
     assert "".join(names(runs)) == "TJUTJUTJU"
     assert [r for r, _ in runs] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
 
 
 def test_shuffled_order_is_seeded_and_blocked():
-    a = matrix(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, options=SHORT)
-    b = matrix(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, options=SHORT)
+    a = plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, **SHORT)
+    b = plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=7, **SHORT)
     assert names(a) == names(b)
-    assert names(a) != names(matrix(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=8, options=SHORT))
+    assert names(a) != names(plan(SERVERS, ["hello"], [10], repeats=4, order="shuffled", seed=8, **SHORT))
     for block in range(4):
         assert sorted(names(a)[block * 3:block * 3 + 3]) == ["J", "T", "U"], "every repeat holds every server"
 
 
 def test_matrix_covers_every_cell():
-    runs = matrix(SERVERS[:2], ["hello", "json"], [16, 64], repeats=2, options=SHORT)
+    runs = plan(SERVERS[:2], ["hello", "json"], [16, 64], repeats=2, **SHORT)
     assert len(runs) == 2 * 2 * 2 * 2
     cells = {(s.server.name, s.scenario.name, s.load.connections, r) for r, s in runs}
     assert len(cells) == 16
@@ -48,4 +55,4 @@ def test_bad_compare_input(kwargs, message):
     options = dict(servers=SERVERS, scenarios=["hello"], connections=[10], repeats=1)
     options.update(kwargs)
     with pytest.raises(UsageError, match=message):
-        matrix(**options, options=SHORT)
+        plan(**options, **SHORT)

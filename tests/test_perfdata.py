@@ -11,13 +11,14 @@ import pytest
 
 import benchlab
 from benchlab.running import backends, drivers, perfdata, warmup
+from benchlab.running.options import RunOptions
 from benchlab.running.spec import prepare
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _started(tmp_path, server="spring-undertow", **options):
-    spec = prepare(server, "hello", connections=50, duration="2s", **options)
+    spec = prepare(server, "hello", RunOptions.of(connections=50, duration="2s", **options))
     benchlab.running.jars.ensure_built(spec.server, java=spec.server_java, cds=spec.cds)
     instance = backends.get("local").start(spec.server, spec.launch("perfdata-test", tmp_path / "server.log"))
     return spec, instance

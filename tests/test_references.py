@@ -18,6 +18,7 @@ import benchlab
 from benchlab.errors import ServerError, ToolMissing, UsageError
 from benchlab.running import backends, natives, process, servers
 from benchlab.running.matrix import matrix
+from benchlab.running.options import Comparison, RunOptions
 from benchlab.running.spec import prepare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +39,10 @@ def test_a_reference_is_built_in_and_serves_the_scenarios_with_their_bodies(name
 @pytest.mark.parametrize("name", ["nginx", "go-nethttp"])
 def test_a_reference_takes_no_jvm_option_and_no_setting(name):
     with pytest.raises(UsageError, match=f"jvm_opts apply to the built-in Spring servers, not to {name}"):
-        prepare(name, jvm_opts=["-Xmx64m"], tools=False)
+        prepare(name, None, RunOptions(jvm_opts=("-Xmx64m",)), tools=False)
     with pytest.raises(UsageError, match=f"settings such as virtual_threads apply to the built-in Spring servers, "
                                          f"not to {name}"):
-        matrix([name], factors={"virtual_threads": [False, True]})
+        matrix(Comparison.of(servers=[name], factors={"virtual_threads": [False, True]}))
     with pytest.raises(UsageError, match=f"{name} is not a JVM: settings such as \\+vt"):
         servers.get(f"{name}+vt")
 
@@ -90,12 +91,12 @@ def test_no_nginx_on_path_is_refused_in_one_line_naming_the_install(tmp_path, mo
 
 def test_without_scenarios_a_custom_server_is_measured_at_its_own_path_in_the_one_cell():
     mine = benchlab.Server.from_command(["./srv", "{port}"], path="/plain", name="mine")
-    specs = [spec for _, spec in matrix(["spring-undertow", "nginx", mine], repeats=1)]
+    specs = [spec for _, spec in matrix(Comparison.of(servers=["spring-undertow", "nginx", mine], repeats=1))]
     assert [(s.server.name, s.scenario.name, s.scenario.path) for s in specs] == [
         ("spring-undertow", "hello", "/hello"), ("nginx", "hello", "/hello"), ("mine", "hello", "/plain")]
     assert len({s.params()["scenario"] for s in specs}) == 1, "one cell: the servers are compared"
     with pytest.raises(UsageError, match="server mine is not a built-in: give scenario as a path"):
-        matrix(["spring-undertow", mine], scenarios=["json"], repeats=1)
+        matrix(Comparison.of(servers=["spring-undertow", mine], scenarios=["json"], repeats=1))
 
 
 # --- a fixed port: what listens, not what lingers -----------------------------------------------------------
@@ -137,7 +138,7 @@ def test_a_port_something_listens_on_is_named_with_its_holder():
             backends.check_port_free(port, wait=0.3)
         assert time.monotonic() - began >= 0.3, "it waits for the last fork's server to let go first"
         with pytest.raises(UsageError, match=f"port {port} on 127.0.0.1 is in use by PID {os.getpid()}"):
-            prepare("spring-tomcat", port=port, tools=False)
+            prepare("spring-tomcat", None, RunOptions(port=port), tools=False)
 
 
 def test_stopping_a_server_stops_its_whole_tree():

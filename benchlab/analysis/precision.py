@@ -235,15 +235,18 @@ class Rule:
 
     ``repeats="auto"`` stops once a whole round is done (past the first two) and every ratio to
     ``baseline`` is within +/- ``precision`` (:func:`enough`); ``iterations="auto"`` gives each fork of the
-    first two rounds :data:`PILOT_WINDOWS` windows, then the :func:`design` chosen from them.
+    first two rounds :data:`PILOT_WINDOWS` windows, then the :func:`design` chosen from them. A ``budget``
+    (:class:`benchlab.analysis.budget.Budget`) stops it before a round that would not fit in what is left.
 
     >>> rule = Rule(repeats=3, iterations=2, precision=0.03, baseline="spring-tomcat")
     >>> rule.stop([], repeat=1, new_round=False), rule.windows([], repeat=1)
     (False, 2)
     """
 
-    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: Interleave = "forks"):
+    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: Interleave = "forks",
+                 budget=None):
         self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
+        self.budget = budget
         self.interleave = interleave
         self.iterations, self.precision, self.baseline = iterations, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
@@ -255,8 +258,13 @@ class Rule:
         """The windows a fork of the first round gets: what a progress bar can plan with."""
         return PILOT_WINDOWS if self.by_design else self.iterations
 
-    def stop(self, records, *, repeat: int, new_round: bool) -> bool:
-        """Whether the comparison has what it asked for before the fork of ``repeat`` starts."""
+    def stop(self, records, *, repeat: int, new_round: bool, forks: int = 1) -> bool:
+        """Whether the comparison has what it asked for, or its budget cannot pay for round ``repeat`` of ``forks``
+        forks, before that round starts."""
+        if self.budget is not None and new_round and repeat > 1:
+            fork_s, window_s = costs(records)
+            if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat) * window_s)):
+                return True
         return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision)
 
     def windows(self, records, *, repeat: int) -> int:
@@ -281,3 +289,19 @@ class Rule:
                                "repeats": max(r.params["repeat"] for r in records),
                                "widest": widest(records, self.baseline),
                                "note": custom.note(custom.attached(records))}
+        if self.budget is not None:
+            suite.budget = self.spent(records)
+
+    def spent(self, records) -> dict:
+        """What the budget bought: ``{"asked_s", "spent_s", "rounds", "widest", "more", "text"}``."""
+        from . import budget
+
+        rounds = len({r.params.get("repeat") for r in records if r.status == "ok"})
+        fork_s, window_s = costs(records)
+        forks = len({(r.params.get("server"), r.params.get("repeat")) for r in records}) / max(rounds, 1)
+        round_s = forks * (fork_s + (self.chosen or {}).get("iterations", PILOT_WINDOWS) * window_s)
+        wide = widest(records, self.baseline)
+        more = budget.forecast(wide, rounds, round_s, self.precision)
+        return {"asked_s": self.budget.seconds, "spent_s": round(self.budget.spent, 1), "rounds": rounds,
+                "widest": wide, "more": more, "text": budget.said(self.budget.seconds, self.budget.spent, wide,
+                                                                  rounds, more, self.precision)}

@@ -34,6 +34,9 @@ class Suite:
     #: iterations="auto": the windows a fork chosen, with the costs and spreads behind it
     #: (:func:`benchlab.analysis.precision.design`); None otherwise.
     design: dict | None = None
+    #: budget=: what the budget bought (:meth:`benchlab.analysis.precision.Rule.spent`): the time asked and spent,
+    #: the rounds, the widest rps interval and what more time would buy, with ``text`` saying it; None otherwise.
+    budget: dict | None = None
 
     def __init__(self, records: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
                  damaged: Iterable[str] = (), strict: bool = False):

@@ -147,6 +147,9 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
                    f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
                                                                        else ""))
+        spent = getattr(suite, "budget", None)
+        if spent:
+            _print(f"budget: {spent['text']}")
         design = getattr(suite, "design", None)
         if design:
             _print(f"iterations=auto: {design['why']}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 
 from ..errors import UsageError
-from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS, Interleave, Order, Restart
+from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS
 from ..store.files import slug
 from . import factors as factor_specs
 from . import servers as server_names
+from .load import parse_duration
+from .options import Comparison
 from .spec import RunSpec, prepare
 
 
@@ -73,10 +76,12 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
         raise UsageError(f"repeats must be a whole number of 1 or more{also}, not {repeats!r}")
 
 
-def check_design(*, repeats, iterations, precision, max_repeats, restart: Restart, interleave: Interleave = "forks",
-                 port=None) -> None:
+def check_design(comparison: Comparison) -> None:
     """The options that shape a comparison rather than one run: the forks, the windows a fork and their order,
-    the precision asked of ``repeats="auto"`` and its ceiling, and whether servers restart."""
+    the precision asked of ``repeats="auto"`` and its ceiling, the budget, and whether servers restart."""
+    repeats, iterations, interleave = comparison.design()
+    restart, precision, max_repeats = comparison.restart, comparison.precision, comparison.max_repeats
+    check_repeats(repeats, auto=True)
     if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
         raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
     if restart not in RESTARTS:
@@ -86,60 +91,81 @@ def check_design(*, repeats, iterations, precision, max_repeats, restart: Restar
     if interleave == "windows" and restart == "never":
         raise UsageError("interleave='windows' keeps the forks of a round running together, and restart='never' "
                          "keeps one server for every run: use interleave='forks' with restart='never'")
-    if interleave == "windows" and port is not None:
+    if interleave == "windows" and comparison.run.port is not None:
         raise UsageError(f"interleave='windows' runs the forks of a round at once, each on its own port: leave "
-                         f"port unset (not {port!r}) so each takes a free one")
-    if repeats == AUTO:
+                         f"port unset (not {comparison.run.port!r}) so each takes a free one")
+    if repeats == AUTO or comparison.budget is not None:
         if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 < precision < 1:
             raise UsageError(f"precision must be a fraction between 0 and 1, such as 0.03 for +/-3%, "
                              f"not {precision!r}")
         if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2:
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
+    if comparison.budget is not None:
+        budget_seconds(comparison.budget)
+
+
+#: The least budget a comparison takes: a round of JVM forks warmed by "auto" costs minutes on one core.
+LEAST_BUDGET = 60.0
+
+
+def budget_seconds(budget) -> float:
+    """A budget in seconds (``"10m"``, ``"600s"``, ``"1h"``, a number of seconds); at least :data:`LEAST_BUDGET`.
+
+    >>> budget_seconds("10m")
+    600.0
+    """
+    seconds = parse_duration(budget, what="budget")
+    if seconds < LEAST_BUDGET:
+        raise UsageError(f"budget {budget!r} is less than a round of forks can take: give at least 1m, such as "
+                         "budget='10m'")
+    return seconds
 
 
 #: The scenario of a comparison that names none: built-in servers answer it, a custom server its own path.
 DEFAULT_SCENARIO = "hello"
 
 
-def matrix(servers, scenarios=None, connections=(200,), repeats=3, *, order: Order = "interleaved", seed=None,
-           load="duration", users=None, loops=None, rates=None, options: dict | None = None, factors=None
-           ) -> list[tuple[int, RunSpec]]:
-    """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``.
+def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int, RunSpec]]:
+    """The runs of :func:`benchlab.compare` in the order they run: ``[(repeat, spec), ...]``, ``repeats`` rounds
+    (default: the comparison's own, 3 unless given).
 
     Each repeat runs every cell and every server once before the next repeat starts (A B C A B C), so a
     drift on the machine hits every server alike; ``order="shuffled"`` shuffles inside each repeat.
-    ``options`` are the per-run options of :func:`benchlab.running.spec.prepare`; each spec is checked there.
-    ``factors`` (:mod:`benchlab.running.factors`) add each server's variants beside it and repeat each cell per
-    value of a run option such as ``server_cpus``. Without ``scenarios`` the one cell is
+    Each run's spec is checked by :func:`benchlab.running.spec.prepare` from the comparison's run options with its
+    load point set. ``factors`` (:mod:`benchlab.running.factors`) add each server's variants beside it and repeat
+    each cell per value of a run option such as ``server_cpus``. Without ``scenarios`` the one cell is
     :data:`DEFAULT_SCENARIO`, which a custom server is measured at its own path for (its runs record the path).
+
+    >>> [spec.server.name for _, spec in matrix(Comparison.of(servers=["spring-tomcat", "spring-jetty"]), 1)]
+    ['spring-tomcat', 'spring-jetty']
     """
-    server_list = as_list(servers, "servers") if servers is not None else []
+    c = comparison
+    rounds = repeats if repeats is not None else c.design()[0]
+    server_list = as_list(c.servers, "servers") if c.servers is not None else []
     if not server_list or server_list == [None]:
         raise UsageError("servers is empty: give at least one, e.g. servers=['spring-tomcat', 'spring-jetty']")
-    check_repeats(repeats)
-    if order not in ORDERS:
-        raise UsageError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
-    factors = factor_specs.parse(factors)
+    check_repeats(rounds)
+    if c.order not in ORDERS:
+        raise UsageError(f"unknown order {c.order!r}: choose one of {', '.join(ORDERS)} (never grouped A A A B B B)")
+    factors = factor_specs.parse(c.factors)
     server_list = factor_specs.cross(server_list, factors)
     names = [server_names.get(s).name for s in server_list]
     if len(set(names)) != len(names):
         raise UsageError(f"servers lists one server twice: {', '.join(names)}")
-    # The matrix sets the load model and its points; the rest are the same for every run.
-    common = {k: v for k, v in (options or {}).items() if k not in ("load", "connections", "users", "loops", "rate")}
-    varied = factor_specs.run_options(factors, common)
-    common = {k: v for k, v in common.items() if k not in varied[0]}
+    varied = factor_specs.run_options(factors, dataclasses.asdict(c.run))
     cells = []
-    named = scenarios is not None
-    for scenario in as_list(scenarios, "scenarios") if named else [DEFAULT_SCENARIO]:
-        for point in load_points(load, connections, users, loops, rates):
+    named = c.scenarios is not None
+    for scenario in as_list(c.scenarios, "scenarios") if named else [DEFAULT_SCENARIO]:
+        for point in load_points(c.run.load, c.connections, c.users, c.loops, c.rates):
             for setting in varied:
-                cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario), load=load,
-                                      **common, **point, **setting, tools=False) for s in server_list])
-    rng = random.Random(seed)
+                options = dataclasses.replace(c.run, **point, **setting)
+                cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario), options,
+                                      tools=False) for s in server_list])
+    rng = random.Random(c.seed)
     runs: list[tuple[int, RunSpec]] = []
-    for repeat in range(1, repeats + 1):
+    for repeat in range(1, int(rounds) + 1):
         block = [spec for cell in cells for spec in cell]
-        if order == "shuffled":
+        if c.order == "shuffled":
             rng.shuffle(block)
         runs.extend((repeat, spec) for spec in block)
     return runs

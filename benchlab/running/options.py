@@ -1,26 +1,53 @@
-"""The options of run() and compare(), written once: each one's name, how the command line reads it, its help.
+"""The options of run() and compare(), declared once: each one's name, type, default, help and command-line form.
 
-:data:`OPTIONS` is the one list of what :func:`benchlab.run` and :func:`benchlab.compare` take. The
-functions name every option in their signatures (a test checks them against this list), the command line
-is generated from it, and :func:`benchlab.running.spec.prepare` checks every per-run option in one place, so an
-option cannot reach a backend unchecked, or exist in one front end and not another.
+Two frozen dataclasses are the declaration. :class:`RunOptions` holds what every run takes (its load, its cores,
+its server's launch, its retakes); :class:`Comparison` what only a comparison takes (its servers and load
+points, its design and budget) with the run options its runs share. Each field says how the command line reads
+it and its help; :data:`OPTIONS` lists them, with the few options that are neither (the server of a run, where
+results go), in the form the command line (:mod:`benchlab.cli`) and the notebooks' parameters cells
+(:func:`parameters_cell`) are made from. :func:`benchlab.run` and :func:`benchlab.compare` name every option in
+their signatures with these defaults (``tests/test_options.py`` holds them together) and build the object at the
+door; everything below takes it, so ``warmup`` is followed by its name from ``compare()`` to the warm-up rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import UsageError
-from ..schema import INTERLEAVES, LOAD_MODELS, ORDERS, RESTARTS
-from . import backends
+from ..schema import (
+    AUTO,
+    BACKENDS,
+    INTERLEAVES,
+    LOAD_MODELS,
+    ORDERS,
+    RESTARTS,
+    BackendName,
+    Interleave,
+    LoadModel,
+    Order,
+    Restart,
+)
+
+#: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
+#: quieter machine, not more retakes.
+MAX_RETAKES = 5
+
+#: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
+DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
+
+#: The servers a comparison takes when none are named: the servlet servers, one application on three containers.
+DEFAULT_SERVERS = ("spring-tomcat", "spring-jetty", "spring-undertow")
 
 
 @dataclass(frozen=True)
 class Option:
-    """One option: its name in Python and the notebooks, how the command line reads it, and its help.
+    """One option: its name in Python and the notebooks, how the command line reads it, its default and help.
 
     ``kind`` is how a command-line value becomes a Python one: ``text``, ``int``, ``float``, ``bool``
     (``--x`` / ``--no-x``), ``texts``/``ints``/``floats`` (comma-separated lists) or ``repeat`` (the flag
@@ -34,86 +61,187 @@ class Option:
     help: str
     choices: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()  # other flags for it, e.g. --factor for --factors
+    default: Any = None
+    #: the types a notebook's parameters cell allows for it, as papermill reads them: ``Union[str, float]``
+    annotation: str = "Union[str, int, float, list, dict, bool, None]"
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
 
-#: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
-#: quieter machine, not more retakes.
-MAX_RETAKES = 5
+def option(default, kind: str, help: str, *, choices: tuple = (), aliases: tuple = ()) -> Any:
+    """A field of an options dataclass, with what the command line and the notebooks need to know of it."""
+    return field(default=default, metadata={"kind": kind, "help": help, "choices": tuple(choices),
+                                            "aliases": tuple(aliases)})
 
-#: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
-DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
-OPTIONS: tuple[Option, ...] = (
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of one run: :func:`benchlab.run`'s, and those a comparison's runs share.
+
+    Checked, with the server and its scenario, by :func:`benchlab.running.spec.prepare` into a ``RunSpec``.
+
+    >>> RunOptions.of(duration="5s", warmup="2s").warmup
+    '2s'
+    """
+
+    connections: int = option(200, "int", "concurrent connections of the load generator")
+    threads: int | None = option(None, "int", "load threads (default: one per load core)")
+    duration: str | float = option("30s", "text", "measured time, e.g. 30s or 2m")
+    warmup: str | float = option("auto", "text", "warm-up before each measurement: auto (until the JIT is quiet and "
+                                 "throughput steady) or a time such as 30s")
+    timeout: str | float = option("10s", "text", "per-request timeout, e.g. 10s")
+    load: LoadModel = option("duration", "text", "the load model", choices=LOAD_MODELS)
+    users: int | None = option(None, "int", "count model: parallel users")
+    loops: int | None = option(None, "int", "count model: requests per user")
+    rate: float | None = option(None, "float", "rate model: requests per second")
+    ramp_up: str | float = option(0, "text", "jmeter: the time over which its users start, e.g. 5s")
+    plan: str | None = option(None, "text", "jmeter: a .jmx test plan of your own")
+    driver: str | None = option(None, "text", "wrk, h2load, jmeter or vegeta (default: the load model's own)")
+    pipeline: int = option(1, "int", "requests a connection sends together (HTTP/1.1 pipelining; wrk, "
+                           "load=duration; TechEmpower's pipelined test sends 16); wrk records one latency a batch")
+    keepalive: bool = option(True, "bool", "requests reuse connections; --no-keepalive opens one per request of a "
+                             "rate load (vegeta -keepalive=false, as a new Gatling user per request does) or a "
+                             "duration load (wrk sends Connection: close), and its warm-up too")
+    backend: BackendName = option("local", "text", "where the server runs", choices=BACKENDS)
+    server_cpus: Any = option(None, "text", "cores for the server, e.g. 0 or 0-3 (default: the first half)")
+    load_cpus: Any = option(None, "text", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)")
+    jvm_opts: Any = option((), "repeat", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m")
+    java: str | None = option(None, "text", "the java binary of the server (default: java on PATH)")
+    cds: bool = option(True, "bool", "start the built-in servers from a Class Data Sharing archive (half the startup)")
+    memory: str | None = option(None, "text", "docker: the server container's memory limit, e.g. 1g")
+    port: int | None = option(None, "int", "the server's port (default: a free one)")
+    startup_timeout: str | float = option("90s", "text", "how long a server may take to answer after its start, "
+                                          "e.g. 90s")
+    allow_remote: bool = option(False, "bool", "allow load to an address that is not loopback (a machine you own)")
+    docker_host: str | None = option(None, "text", "docker: the server's engine (a DOCKER_HOST url)")
+    base_image: str | None = option(None, "text", "docker: a registry base image for the servers, e.g. "
+                                    "eclipse-temurin:17-jre")
+    load_in_container: bool = option(False, "bool", "docker: run wrk in its own container")
+    load_docker_host: str | None = option(None, "text", "docker: the engine of wrk's container")
+    retakes: int = option(2, "int", "a window disturbed by other processes on its cores, steal or a dip is measured "
+                          "again in its fork, at most this many times (0: never); the disturbed one is kept, shown "
+                          "as retaken, and enters no statistic")
+
+    @classmethod
+    def of(cls, **given) -> RunOptions:
+        """The options given by name; an unknown name is refused, naming the nearest."""
+        return cls(**_known(cls, given, "run options"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every option of :func:`benchlab.compare`: its servers, scenarios and load points, how its forks and windows
+    are laid out and when it stops, and (``run``) the options its runs share. ``repeats``, ``iterations`` and
+    ``interleave`` left None are chosen: 3, 1 and "forks", or with a ``budget`` "auto", "auto" and "windows"
+    (:meth:`design`)."""
+
+    servers: Any = option(DEFAULT_SERVERS, "texts", "the servers to compare, comma separated; the first is the "
+                          "baseline; nginx and go-nethttp beside Spring servers show the machine's ceiling")
+    scenarios: Any = option(None, "texts", "one or more scenarios, comma separated (default: hello, and a custom "
+                            "server at its own path)")
+    connections: Any = option((200,), "ints", "one or more connection counts, comma separated")
+    users: Any = option(None, "ints", "count model: users per cell, comma separated (pairs with --loops)")
+    loops: Any = option(None, "ints", "count model: loops per cell, comma separated (pairs with --users)")
+    rates: Any = option(None, "floats", "rate model: requests per second per cell, comma separated")
+    repeats: int | str | None = option(None, "count", "forks per server and cell, interleaved; auto: until "
+                                       "precision is reached (default: 3, or auto with --budget)")
+    iterations: int | str | None = option(None, "count", "measured windows per fork (a server process warmed "
+                                          "once; see --interleave); auto: chosen from what forks and windows cost "
+                                          "and how much each varies (default: 1, or auto with --budget)")
+    interleave: Interleave | None = option(None, "text", "forks: each fork's windows back to back; windows: a "
+                                           "round's forks kept running and their windows taken in turn, spread over "
+                                           "the round (default: forks, or windows with --budget)",
+                                           choices=INTERLEAVES)
+    precision: float = option(0.03, "float", "repeats=auto: add rounds until every rps ratio is within +/- this")
+    max_repeats: int = option(10, "int", "repeats=auto: the most rounds; short of precision then, it is said")
+    budget: str | float | None = option(None, "text", "the most wall time the comparison may take, e.g. 10m: it "
+                                        "chooses its forks, windows and interleaving, stops before a round that "
+                                        "would not fit, and says what more time would buy")
+    order: Order = option("interleaved", "text", "the order of the runs in each repeat", choices=ORDERS)
+    seed: int | None = option(None, "int", "the seed of order=shuffled")
+    restart: Restart = option("each-run", "text", "a fresh server for each fork, or one per server kept for all",
+                          choices=RESTARTS)
+    baseline: str | None = option(None, "text", "the server the others are compared with (default: the first)")
+    factors: Any = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
+                          "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, "
+                          "heap, aot, server_cpus)", aliases=("--factor",))
+    run: RunOptions = field(default_factory=RunOptions)
+
+    @classmethod
+    def of(cls, **given) -> Comparison:
+        """A comparison from compare()'s keywords: its own and its runs' (the matrix sets each run's load point)."""
+        own = {f.name for f in dataclasses.fields(cls) if f.name != "run"}
+        mine = {k: v for k, v in given.items() if k in own}
+        shared = {k: v for k, v in given.items() if k not in own}
+        return cls(**mine, run=RunOptions.of(**shared))
+
+    def design(self) -> tuple[int | str, int | str, Interleave]:
+        """``(repeats, iterations, interleave)`` as this comparison runs them: given, else chosen for it."""
+        budgeted = self.budget is not None
+        return (self.repeats if self.repeats is not None else (AUTO if budgeted else 3),
+                self.iterations if self.iterations is not None else (AUTO if budgeted else 1),
+                self.interleave if self.interleave is not None else ("windows" if budgeted else "forks"))
+
+
+def _known(cls, given: dict, what: str) -> dict:
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [k for k in given if k not in names]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        raise UsageError(f"no {what} {', '.join(unknown)}{f' (did you mean {near[0]}?)' if near else ''}")
+    return given
+
+
+#: The types a parameters cell gives an option whose field is typed ``Any``, by how the command line reads it.
+_LOOSE = {"text": "Union[str, int, list, None]", "texts": "Union[str, list, None]", "ints": "Union[int, list, None]",
+          "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
+#: The closed sets are text in a notebook.
+_WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str", "Any": "Any"}
+
+
+def _annotation(typed: str, kind: str) -> str:
+    """``"int | str | None"`` as a notebook writes it: ``"Union[int, str, None]"``.
+
+    >>> _annotation("str | float", "text"), _annotation("int", "int"), _annotation("Any", "ints")
+    ('Union[str, float, int]', 'int', 'Union[int, list, None]')
+    """
+    parts = [_WORDS.get(part.strip(), part.strip()) for part in str(typed).split("|")]
+    if parts == ["Any"]:
+        return _LOOSE[kind]
+    if "float" in parts and "int" not in parts:  # a whole number is a number of seconds too
+        parts.insert(parts.index("float") + 1, "int")
+    return parts[0] if len(parts) == 1 else f"Union[{', '.join(parts)}]"
+
+
+def _declared(cls, where: str, shadowed=frozenset()) -> list[Option]:
+    return [Option(f.name, f.metadata["kind"], "run" if f.name in shadowed else where, f.metadata["help"],
+                   f.metadata["choices"], f.metadata["aliases"],
+                   f.default if f.default is not dataclasses.MISSING else None,
+                   _annotation(str(f.type), f.metadata["kind"]))
+            for f in dataclasses.fields(cls) if f.metadata]
+
+
+_COMPARED = frozenset(f.name for f in dataclasses.fields(Comparison)) | {"rate"}  # a comparison takes rates
+_TARGET = (
     Option("server", "text", "run", "the server: spring-tomcat, spring-jetty, spring-undertow, spring-webflux, a "
            "variant such as spring-tomcat+vt@java25, the references nginx and go-nethttp, or "
-           "http://127.0.0.1:PORT/PATH"),
-    Option("servers", "texts", "compare", "the servers to compare, comma separated; the first is the baseline; "
-           "nginx and go-nethttp beside Spring servers show the machine's ceiling"),
-    Option("scenario", "text", "run", "hello, json, reflect, sleep, sleep:<ms>, echo (or a path for your own server)"),
-    Option("scenarios", "texts", "compare", "one or more scenarios, comma separated (default: hello, and a custom "
-           "server at its own path)"),
-    Option("connections", "int", "run", "concurrent connections of the load generator"),
-    Option("connections", "ints", "compare", "one or more connection counts, comma separated"),
-    Option("repeats", "count", "compare", "runs per server and cell, interleaved; auto: until precision is reached"),
-    Option("iterations", "count", "compare", "measured windows per repeat: each repeat is one server process (a "
-           "fork), warmed once, then this many windows (see --interleave); auto: chosen from what forks and windows "
-           "cost and how much each varies"),
-    Option("interleave", "text", "compare", "forks: each fork's windows back to back; windows: a round's forks "
-           "kept running and their windows taken in turn, spread over the round", INTERLEAVES),
-    Option("precision", "float", "compare", "repeats=auto: add rounds until every rps ratio is within +/- this"),
-    Option("max_repeats", "int", "compare", "repeats=auto: the most rounds; short of precision then, it is said"),
-    Option("threads", "int", "both", "load threads (default: one per load core)"),
-    Option("duration", "text", "both", "measured time, e.g. 30s or 2m"),
-    Option("warmup", "text", "both", "warm-up before each measurement: auto (until the JIT is quiet and throughput "
-           "steady) or a time such as 30s"),
-    Option("timeout", "text", "both", "per-request timeout, e.g. 10s"),
-    Option("load", "text", "both", "the load model", LOAD_MODELS),
-    Option("users", "int", "run", "count model: parallel users"),
-    Option("users", "ints", "compare", "count model: users per cell, comma separated (pairs with --loops)"),
-    Option("loops", "int", "run", "count model: requests per user"),
-    Option("loops", "ints", "compare", "count model: loops per cell, comma separated (pairs with --users)"),
-    Option("rate", "float", "run", "rate model: requests per second"),
-    Option("rates", "floats", "compare", "rate model: requests per second per cell, comma separated"),
-    Option("ramp_up", "text", "both", "jmeter: the time over which its users start, e.g. 5s"),
-    Option("plan", "text", "both", "jmeter: a .jmx test plan of your own"),
-    Option("driver", "text", "both", "wrk, h2load, jmeter or vegeta (default: the load model's own)"),
-    Option("pipeline", "int", "both", "requests a connection sends together (HTTP/1.1 pipelining; wrk, "
-           "load=duration; TechEmpower's pipelined test sends 16); wrk records one latency a batch"),
-    Option("keepalive", "bool", "both", "requests reuse connections; --no-keepalive opens one per request of a "
-           "rate load (vegeta -keepalive=false, as a new Gatling user per request does) or a duration load (wrk "
-           "sends Connection: close), and its warm-up too"),
-    Option("order", "text", "compare", "the order of the runs in each repeat", ORDERS),
-    Option("seed", "int", "compare", "the seed of order=shuffled"),
-    Option("restart", "text", "compare", "a fresh server for each run, or one per server kept for all", RESTARTS),
-    Option("baseline", "text", "compare", "the server the others are compared with (default: the first)"),
-    Option("backend", "text", "both", "where the server runs", backends.NAMES),
-    Option("server_cpus", "text", "both", "cores for the server, e.g. 0 or 0-3 (default: the first half)"),
-    Option("load_cpus", "text", "both", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)"),
-    Option("jvm_opts", "repeat", "both", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m"),
-    Option("java", "text", "both", "the java binary of the server (default: java on PATH)"),
-    Option("cds", "bool", "both", "start the built-in servers from a Class Data Sharing archive (half the startup)"),
-    Option("memory", "text", "both", "docker: the server container's memory limit, e.g. 1g"),
-    Option("port", "int", "both", "the server's port (default: a free one)"),
-    Option("startup_timeout", "text", "both", "how long a server may take to answer after its start, e.g. 90s"),
-    Option("allow_remote", "bool", "both", "allow load to an address that is not loopback (a machine you own)"),
-    Option("docker_host", "text", "both", "docker: the server's engine (a DOCKER_HOST url)"),
-    Option("base_image", "text", "both", "docker: a registry base image for the servers, e.g. eclipse-temurin:17-jre"),
-    Option("load_in_container", "bool", "both", "docker: run wrk in its own container"),
-    Option("load_docker_host", "text", "both", "docker: the engine of wrk's container"),
-    Option("factors", "repeat", "compare", "a factor crossed with every server, once per factor, e.g. --factor "
-           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, heap, aot, "
-           "server_cpus)", aliases=("--factor",)),
-    Option("retakes", "int", "both", "a window disturbed by other processes on its cores, steal or a dip is "
-           "measured again in its fork, at most this many times (0: never); the disturbed one is kept, shown as "
-           "retaken, and enters no statistic"),
-    Option("results_dir", "text", "both", "where results are stored (default data/results)"),
-    Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured"),
-    Option("progress", "bool", "compare", "show a progress bar with an ETA"),
+           "http://127.0.0.1:PORT/PATH", default="spring-tomcat", annotation="str"),
+    Option("scenario", "text", "run", "hello, json, reflect, sleep, sleep:<ms>, echo (or a path for your own server)",
+           annotation="Optional[str]"),
 )
+_STORAGE = (
+    Option("results_dir", "text", "both", "where results are stored (default data/results)",
+           annotation="Optional[str]"),
+    Option("label", "text", "both", "a label stored with every run, e.g. the machine or the change measured",
+           annotation="Optional[str]"),
+    Option("progress", "bool", "compare", "show a progress bar with an ETA", default=True, annotation="bool"),
+)
+
+#: Every option, as the command line and the notebooks show them: ``where`` says whose it is.
+OPTIONS: tuple[Option, ...] = (*_TARGET, *_declared(Comparison, "compare"),
+                               *_declared(RunOptions, "both", shadowed=_COMPARED), *_STORAGE)
 
 #: Options of the Python functions that a command line cannot carry: a callback.
 PYTHON_ONLY = {"compare": ("on_run",), "run": ()}
@@ -139,3 +267,27 @@ def keywords(function):
         return function(*args, **kwargs)
 
     return checked
+
+
+def parameters_cell(where: str = "compare", skip=("progress",)) -> list[str]:
+    """The lines of a notebook's parameters cell for ``where``'s options, each its help as a comment (wrapped at 116
+    columns) above ``name: type = default``, made from :data:`OPTIONS`, so a notebook's defaults and help cannot go
+    stale (``tests/test_options.py``); the notebook checks the values against the types
+    (:func:`benchlab.present.notebook.setup`). The help goes above, not beside: papermill skips a line that holds a
+    second "=", and a help such as "--factor java=17,25" would hide its option.
+
+    >>> print("\\n".join(parameters_cell()[:3]))
+    # the servers to compare, comma separated; the first is the baseline; nginx and go-nethttp beside Spring servers
+    # show the machine's ceiling
+    servers: Union[str, list, None] = ['spring-tomcat', 'spring-jetty', 'spring-undertow']
+    """
+    import textwrap
+
+    lines = []
+    for o in options(where):
+        if o.name in skip:
+            continue
+        default = list(o.default) if isinstance(o.default, tuple) else o.default
+        lines += textwrap.wrap(o.help, 116, initial_indent="# ", subsequent_indent="# ")
+        lines.append(f"{o.name}: {o.annotation} = {default!r}")
+    return lines

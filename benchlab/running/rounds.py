@@ -51,14 +51,15 @@ def passes(forks: int, windows: int) -> list[list[int]]:
     return [list(range(forks)) if k % 2 == 0 else list(range(forks))[::-1] for k in range(windows)]
 
 
-def run(forks: list[Fork]) -> list[Outcome]:
+def run(forks: list[Fork], *, deadline: float | None = None) -> list[Outcome]:
     """Open every fork, resume the ones that waited, measure their windows in :func:`passes` order, close them.
 
     The round holds the cores of all its forks (:func:`benchlab.store.locks.cores`) from the first start to the
-    last stop. Every fork is stopped however the round ends; a :data:`FAILURES` error ends only its own fork.
+    last stop. Every fork is stopped however the round ends; a :data:`FAILURES` error ends only its own fork. No
+    pass starts after ``deadline`` (a monotonic time: a budget's end).
     """
     with together(forks) as outcomes:
-        take(outcomes)
+        take(outcomes, deadline=deadline)
     return outcomes
 
 
@@ -83,12 +84,15 @@ def together(forks: list[Fork]) -> Iterator[list[Outcome]]:
                 outcome.fork.close()
 
 
-def take(outcomes: list[Outcome], windows: int | None = None) -> None:
-    """Measure ``windows`` more windows of every live fork (all it has left, by default), one a fork a pass."""
+def take(outcomes: list[Outcome], windows: int | None = None, *, deadline: float | None = None) -> None:
+    """Measure ``windows`` more windows of every live fork (all it has left, by default), one a fork a pass;
+    none after ``deadline``."""
     done = max((len(o.records) for o in outcomes if o.error is None), default=0)  # passes so far
     left = max((len(o.fork.windows) - len(o.records) for o in outcomes if o.error is None), default=0)
     count = left if windows is None else min(left, windows)
     for order in passes(len(outcomes), done + count)[done:]:
+        if deadline is not None and time.monotonic() >= deadline:
+            return
         for i in order:
             outcome = outcomes[i]
             if outcome.error is None and len(outcome.records) < len(outcome.fork.windows):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from .. import cores, schema
 from ..errors import UsageError
-from ..schema import LOAD_MODELS, BackendName, LoadModel
+from ..schema import LOAD_MODELS, BackendName
 from . import backends, drivers, servers, variants
 from .load import Load, parse_duration
-from .options import MAX_RETAKES
+from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
 
 
 @dataclass(frozen=True)
@@ -107,52 +107,50 @@ def _choice(name: str, value, choices) -> None:
         raise UsageError(f"unknown {name} {value!r}: choose one of {', '.join(choices)}")
 
 
-def prepare(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s",
-            warmup="auto", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0,
-            plan=None, driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None,
-            jvm_opts=(), java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False,
-            docker_host=None, base_image=None, load_in_container=False, load_docker_host=None, retakes=2,
-            tools=True) -> RunSpec:
-    """Check every per-run option of :func:`benchlab.run` and resolve the defaults, starting nothing.
+def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = None, *,
+            tools: bool = True) -> RunSpec:
+    """Check ``server``, its ``scenario`` and every option of one run (:class:`RunOptions`) and resolve the
+    defaults, starting nothing.
 
     Ports and files are checked here too, so a mistake is one line before any build, start or write; then,
     unless ``tools`` is False, the programs the run needs (:func:`check_tools`).
+
+    >>> prepare("spring-jetty", "hello", RunOptions(connections=16, warmup="2s"), tools=False).load.warmup
+    2.0
     """
+    o = options or RunOptions()
     server = servers.get(server)
     scenario_ = server.scenario(scenario)
-    server_cores, load_cores = cores.resolve(server_cpus, load_cpus)
-    load_ = load if isinstance(load, Load) else _load(
-        load, load_cores, connections=connections, threads=threads, duration=duration, warmup=warmup,
-        timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan, pipeline=pipeline,
-        keepalive=keepalive)
-    driver_ = drivers.get(driver, load_.model)
-    driver_.check(load_)  # a driver's own input checks (a user's .jmx)
-    _choice("backend", backend, backends.NAMES)
-    docker = _docker_options(backend, docker_host=docker_host, base_image=base_image,
-                             load_in_container=load_in_container, load_docker_host=load_docker_host)
-    jvm_opts = _jvm_opts(jvm_opts, server)
-    if not isinstance(cds, bool):
-        raise UsageError(f"cds is True or False, not {cds!r}")
-    if memory is not None and backend == "local":
+    server_cores, load_cores = cores.resolve(o.server_cpus, o.load_cpus)
+    load = _load(o, load_cores)
+    driver = drivers.get(o.driver, load.model)
+    driver.check(load)  # a driver's own input checks (a user's .jmx)
+    _choice("backend", o.backend, backends.NAMES)
+    docker = _docker_options(o)
+    jvm_opts = _jvm_opts(o.jvm_opts, server)
+    if not isinstance(o.cds, bool):
+        raise UsageError(f"cds is True or False, not {o.cds!r}")
+    if o.memory is not None and o.backend == "local":
         raise UsageError("memory= sets a container limit (backend='docker'); locally use jvm_opts=['-Xmx512m']")
-    java = _java(java, server, backend)
-    variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=backend)
-    if port is not None:
-        _check_port(port, server)
-    startup = parse_duration(startup_timeout, what="startup_timeout")
+    java = o.java or os.environ.get("BENCHLAB_JAVA", "java")  # check_tools checks that it is there
+    variants.check_launch(server.settings, java=java, jvm_opts=jvm_opts, backend=o.backend)
+    if o.port is not None:
+        _check_port(o.port, server)
+    startup = parse_duration(o.startup_timeout, what="startup_timeout")
     if startup <= 0:
         raise UsageError("startup_timeout must be more than 0 seconds, for example '90s'")
     if not server.starts:
-        servers.check_loopback(server.url, allow_remote=allow_remote)
-    if isinstance(retakes, bool) or not isinstance(retakes, int) or not 0 <= retakes <= MAX_RETAKES:
+        servers.check_loopback(server.url, allow_remote=o.allow_remote)
+    if isinstance(o.retakes, bool) or not isinstance(o.retakes, int) or not 0 <= o.retakes <= MAX_RETAKES:
         raise UsageError(f"retakes is a whole number from 0 to {MAX_RETAKES} (0: never measure a disturbed window "
-                         f"again), not {retakes!r}")
-    if backend == "docker":
-        _check_docker(docker_host, load_docker_host, memory, allow_remote=allow_remote)
+                         f"again), not {o.retakes!r}")
+    if o.backend == "docker":
+        _check_docker(o.docker_host, o.load_docker_host, o.memory, allow_remote=o.allow_remote)
     spec = RunSpec(
-        server=server, scenario=scenario_, load=load_, driver=driver_.name, backend=backend,
-        server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=bool(cds), memory=memory,
-        port=port, startup_timeout=startup, allow_remote=allow_remote, backend_options=docker, retakes=retakes,
+        server=server, scenario=scenario_, load=load, driver=driver.name, backend=o.backend,
+        server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=o.cds, memory=o.memory,
+        port=o.port, startup_timeout=startup, allow_remote=o.allow_remote, backend_options=docker,
+        retakes=o.retakes,
     )
     if tools:
         check_tools(spec)
@@ -168,26 +166,25 @@ def check_tools(spec: RunSpec) -> None:
         spec.server.require(spec.java)
 
 
-def _load(model: LoadModel, load_cores, *, connections, threads, duration, warmup, timeout, users, loops, rate, ramp_up,
-          plan, pipeline=1, keepalive=True) -> Load:
+def _load(o: RunOptions, load_cores) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user)."""
-    _choice("load", model, LOAD_MODELS)
+    _choice("load", o.load, LOAD_MODELS)
+    threads = o.threads
     if threads is None:
-        count = users if model == "count" and isinstance(users, int) else connections
+        count = o.users if o.load == "count" and isinstance(o.users, int) else o.connections
         threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
-    if plan is not None:  # the load tool runs in the run's directory: a relative path would miss
-        plan = str(Path(plan).resolve())
-    return Load(model=model, connections=connections, threads=threads, duration=duration, warmup=warmup,
-                timeout=timeout, users=users, loops=loops, rate=rate, ramp_up=ramp_up, plan=plan, pipeline=pipeline,
-        keepalive=keepalive)
+    plan = str(Path(o.plan).resolve()) if o.plan is not None else None  # the tool runs in the run's folder
+    return Load(model=o.load, connections=o.connections, threads=threads,
+                duration=parse_duration(o.duration), warmup=o.warmup, timeout=parse_duration(o.timeout, what="timeout"),
+                users=o.users, loops=o.loops, rate=o.rate, ramp_up=parse_duration(o.ramp_up, what="ramp_up"), plan=plan,
+                pipeline=o.pipeline, keepalive=o.keepalive)
 
 
-def _docker_options(backend: str, *, docker_host, base_image, load_in_container, load_docker_host) -> dict:
+def _docker_options(o: RunOptions) -> dict:
     """The docker-only options that were given; given with another backend they are a mistake."""
-    docker = {"docker_host": docker_host, "base_image": base_image, "load_in_container": load_in_container,
-              "load_docker_host": load_docker_host}
+    docker = {name: getattr(o, name) for name in DOCKER_OPTIONS}
     docker = {k: v for k, v in docker.items() if v not in (None, False)}
-    if docker and backend != "docker":
+    if docker and o.backend != "docker":
         raise UsageError(f"{', '.join(docker)} applies to backend='docker' (--backend docker); add it or drop "
                          f"{'this option' if len(docker) == 1 else 'these options'}")
     return docker
@@ -201,11 +198,6 @@ def _jvm_opts(jvm_opts, server: servers.Server) -> tuple[str, ...]:
     if jvm_opts and not server.jvm:
         raise UsageError(f"jvm_opts apply to the built-in Spring servers, not to {server.name}")
     return jvm_opts
-
-
-def _java(java: str | None, server: servers.Server, backend: str) -> str:
-    """The java to launch: ``java=``, else $BENCHLAB_JAVA, else ``java`` (:func:`check_tools` checks it is there)."""
-    return java or os.environ.get("BENCHLAB_JAVA", "java")
 
 
 def _check_port(port, server: servers.Server) -> None:

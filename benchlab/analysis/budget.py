@@ -1,0 +1,95 @@
+"""A comparison's time budget: whether the next round fits in what is left, and what more time would buy.
+
+A round costs what its forks cost: each its start, verification and warm-up, then its windows
+(:func:`benchlab.analysis.precision.costs`, measured on the comparison's own finished runs). Before each round
+past the first, the round is started only if its cost fits in what is left of the budget; within a round whose
+windows are taken in turn, no pass starts after the budget is spent. So a comparison overruns its budget by at
+most one fork's or one pass's misjudged cost.
+
+What more time would buy comes from how an interval narrows with rounds: its half-width goes as t(n-1) / sqrt(n)
+for n rounds (or forks a side), the spread between them staying what it was. It is a forecast, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from scipy.stats import t as student
+
+#: The most rounds a forecast looks ahead.
+HORIZON = 60
+
+
+class Budget:
+    """The wall time a comparison may take, from its start (now)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.began = time.monotonic()
+
+    @property
+    def spent(self) -> float:
+        return time.monotonic() - self.began
+
+    @property
+    def deadline(self) -> float:
+        """The monotonic time at which the budget is spent."""
+        return self.began + self.seconds
+
+    def fits(self, round_s: float) -> bool:
+        """Whether a round that costs ``round_s`` seconds ends within the budget."""
+        return self.spent + round_s <= self.seconds
+
+
+def narrowing(n: int, more: int) -> float:
+    """How much an interval of ``n`` rounds narrows with ``more`` rounds: t(n+more-1)/sqrt(n+more) over
+    t(n-1)/sqrt(n), at 95%.
+
+    >>> round(narrowing(3, 3), 3)
+    0.422
+    """
+    def half(k: int) -> float:
+        return float(student.ppf(0.975, k - 1)) / math.sqrt(k)
+
+    return half(n + more) / half(n)
+
+
+def forecast(widest: float, rounds: int, round_s: float, precision: float) -> dict:
+    """What more rounds would buy: ``{"rounds", "seconds", "widest"}``, the fewest more rounds (at most
+    :data:`HORIZON`) that bring the ``widest`` half-width (0.12: +/-12%) of ``rounds`` rounds to ``precision``,
+    and the time they take at ``round_s`` a round; ``rounds`` None where no interval exists yet (under 2 rounds)
+    or the horizon does not reach it.
+
+    >>> forecast(0.10, 4, 300.0, 0.05)["rounds"]
+    5
+    """
+    if rounds < 2 or not math.isfinite(widest):
+        return {"rounds": None, "seconds": None, "widest": None}
+    if widest <= precision:
+        return {"rounds": 0, "seconds": 0.0, "widest": widest}
+    for more in range(1, HORIZON + 1):
+        narrower = widest * narrowing(rounds, more)
+        if narrower <= precision:
+            return {"rounds": more, "seconds": more * round_s, "widest": narrower}
+    return {"rounds": None, "seconds": None, "widest": widest * narrowing(rounds, HORIZON)}
+
+
+def said(budget_s: float, spent_s: float, widest: float, rounds: int, more: dict, precision: float) -> str:
+    """The budget's outcome in one sentence.
+
+    >>> said(600, 590, 0.12, 3, {"rounds": 4, "seconds": 800.0, "widest": 0.05}, 0.05)[:60]
+    'spent 9.8 of 10.0 minutes on 3 rounds; widest rps interval +'
+    """
+    where = ("no interval yet" if not math.isfinite(widest) else f"widest rps interval +/-{widest:.1%}")
+    text = f"spent {spent_s / 60:.1f} of {budget_s / 60:.1f} minutes on {rounds} round{'s' if rounds != 1 else ''}; "
+    text += where
+    if more["rounds"] == 0:
+        return text + f", within the +/-{precision:.0%} asked"
+    if more["rounds"] is None:
+        if rounds < 2:
+            return text + ": an interval needs forks in at least 2 rounds; give a larger budget"
+        return text + f"; +/-{precision:.0%} is beyond {HORIZON} more rounds at this noise"
+    return (text + f"; about {more['seconds'] / 60:.0f} more minutes ({more['rounds']} more round"
+            f"{'s' if more['rounds'] != 1 else ''}) would narrow it to about +/-{more['widest']:.1%} "
+            "(a forecast from this run's noise)")
