@@ -33,7 +33,7 @@ def test_a_generator_bound_side_is_not_judged_and_the_verdict_says_why():
     runs = frame(side("go-nethttp", [61e3, 60e3, 62e3]) + side("nginx", [30e3, 31e3, 30.5e3], load_cpu_mean=96.0))
     verdict = verdicts.verdicts(runs, baseline="nginx").iloc[0]
     assert not verdict["significant"] and not verdict["judged"] and math.isnan(verdict["change"])
-    assert verdict["verdict"] == ("go-nethttp vs nginx: not judged: all 3 nginx runs left out (bound by their load "
+    assert verdict["verdict"] == ("go-nethttp vs nginx: rps not judged: all 3 nginx runs left out (bound by their load "
                                   "generator)")
     summary = stats.summary(runs, ["rps"], baseline="nginx").set_index("server")
     assert not summary.loc["nginx", "judged"] and summary.loc["nginx", "left_out"] == 3

@@ -68,7 +68,7 @@ def _verdict(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, *, server, a
         return {"metric": metric, "server": server, "baseline": against, "change": math.nan,
                 "change_low": math.nan, "change_high": math.nan, "p_value": math.nan, "test": "none",
                 "significant": False, "better": None, "judged": False,
-                "verdict": f"{server} vs {against}: not judged: {notes or 'no finished run'}"}
+                "verdict": f"{server} vs {against}: {metric} not judged: {notes or 'no finished run'}"}
     a, b, paired = cells.rounds(mine, theirs, metric, alpha=alpha)
     ratio, low, high = ratio_ci(a, b, alpha=alpha, paired=paired)
     test, p = test_difference(a, b, alpha=alpha, paired=paired)
