@@ -55,9 +55,16 @@ def layers(spec: dict) -> list[dict]:
 
 
 def rendered(chart) -> str:
-    import vl_convert
+    """The chart as a notebook shows it: a Vega-Lite 5 spec JupyterLab 4.6.6 draws, and its static SVG."""
+    from benchlab.present import notebook
+    from tests import vegalite
 
-    svg = vl_convert.vegalite_to_svg(chart.to_dict())
+    bundle, _ = notebook._chart_bundle(chart.to_dict())
+    spec = bundle[notebook.VEGALITE_MIMETYPE]
+    assert spec["$schema"] == notebook.VEGALITE_SCHEMA and set(bundle) == {notebook.VEGALITE_MIMETYPE, "image/svg+xml",
+                                                                           "text/plain"}
+    assert vegalite.problems(spec) == []
+    svg = bundle["image/svg+xml"]
     assert svg.startswith("<svg") and "<path" in svg
     return svg
 

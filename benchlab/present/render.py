@@ -13,10 +13,11 @@ draws every chart with vega-embed from its Vega-Lite spec, because:
   as one with one; the specs themselves are small;
 - vega-embed's own menu still exports any chart as SVG or PNG.
 
-The executed notebook itself carries each chart twice: the Vega-Lite spec (which the HTML renderer and
-any Vega-aware front end use) and a static SVG from vl-convert, so the .ipynb also shows its charts
-offline in JupyterLab, VS Code or a notebook viewer, without the Vega JavaScript. The renderer that
-does this is :func:`benchlab.present.notebook.enable_charts`, which every benchlab notebook's set-up calls.
+The executed notebook itself carries each chart twice: the Vega-Lite 5 spec, which JupyterLab, Notebook 7
+and VS Code draw interactively with their own renderer (and this page with the Vega-Lite 5 it inlines), and
+a static SVG from vl-convert for viewers that run no script (GitHub's, nbconvert to PDF). The renderer that
+does this is :func:`benchlab.present.notebook.enable_charts`, which every benchlab notebook's set-up calls;
+docs/notebooks.md says why version 5.
 What runs inside the kernel is :mod:`benchlab.present.notebook`; this module runs outside it.
 """
 
@@ -27,6 +28,8 @@ import json
 import os
 import re
 from pathlib import Path
+
+from .notebook import VEGALITE_LIBRARY, as_v5
 
 # --- the page -----------------------------------------------------------------------------------------------
 
@@ -114,12 +117,15 @@ def _inline_charts(nb) -> int:
             if "application/vnd.jupyter.widget-view+json" in data:
                 output["data"] = {"text/html": _WIDGET_NOTE}
                 continue
-            spec = next((value for key, value in data.items() if key.startswith("application/vnd.vegalite")), None)
+            kind, spec = next(((key, value) for key, value in data.items()
+                               if key.startswith("application/vnd.vegalite")), (None, None))
             if spec is None:
                 continue
             count += 1
-            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(
-                spec if isinstance(spec, dict) else json.loads(spec)))}
+            spec = spec if isinstance(spec, dict) else json.loads(spec)
+            if kind == "application/vnd.vegalite.v6+json":
+                spec = as_v5(spec)  # a notebook executed before benchlab wrote version 5: the same charts
+            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(spec))}
     return count
 
 
@@ -132,13 +138,14 @@ def _vega_bundle() -> str:
     from ..home import cache_dir
     from ..store.files import write_atomic
 
-    kept = cache_dir() / f"vega-{vl_convert.__version__}.js"  # type: ignore[attr-defined]
+    kept = cache_dir() / f"vega-{vl_convert.__version__}-vl{VEGALITE_LIBRARY}.js"  # type: ignore[attr-defined]
     try:
         return kept.read_text()
     except (OSError, UnicodeDecodeError):
         pass
     # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
-    bundle = vl_convert.javascript_bundle()  # type: ignore[call-arg]
+    # the Vega-Lite 5 the specs are written for (vega-embed warns of a spec of another major version)
+    bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_LIBRARY)  # type: ignore[call-arg]
     try:
         write_atomic(kept, bundle)
     except OSError:
