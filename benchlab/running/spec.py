@@ -118,7 +118,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 #: Options of the Python functions that a command line cannot carry: a callback.
-PYTHON_ONLY = {"compare": ("on_run",), "run": ()}
+PYTHON_ONLY = {"compare": ("on_run", "on_progress", "on_slice"), "run": ()}
 
 
 def options(where: str) -> list[Option]:

@@ -31,7 +31,7 @@ from .frames import NINES_TICKS, describe, machine, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
 from .spectrum import spectrum
-from .timeline import resources, warmup
+from .timeline import live, resources, warmup
 
 __all__ = [
     "throughput",
@@ -40,6 +40,7 @@ __all__ = [
     "sweep",
     "resources",
     "warmup",
+    "live",
     "published",
     "rate_sweep",
     "interaction",
