@@ -26,6 +26,7 @@ from typing import Any
 
 from . import home
 from .errors import BenchlabError, UsageError
+from .present.live import BATCH
 from .present.notebook import VEGALITE_MIMETYPE, ParameterError, check_given  # noqa: F401 - re-exported for report's callers
 from .present.render import to_html
 
@@ -194,6 +195,8 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
     package_root = str(Path(__file__).resolve().parent.parent)
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved) if p)
+    batch = os.environ.get(BATCH)
+    os.environ[BATCH] = "1"  # nobody watches this kernel: no live view (benchlab.present.live)
     failure = None
     try:
         papermill.execute_notebook(str(source), str(ipynb), parameters=params, kernel_name=kernel,
@@ -202,10 +205,11 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
     except Exception as exc:  # noqa: BLE001 - a cell that raised, a kernel that died or timed out: keep the file
         failure = exc
     finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+        for name, value in (("PYTHONPATH", saved), (BATCH, batch)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     page = ipynb.with_suffix(".html")
     if ipynb.exists():
         to_html(ipynb, page)
