@@ -240,6 +240,23 @@ def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
     return value
 
 
+def waits(source: str) -> bool:
+    """Whether a parameters cell's ``run`` is False by default: the notebook starts no load unless asked (explore.ipynb
+    waits for a press of its Run button), so ``run=False`` is its default and needs no stored runs.
+
+    >>> waits("run: bool = False  # True: press Run once"), waits("run: bool = True")
+    (True, False)
+    """
+    from papermill.translators import PythonTranslator
+
+    return any(p.name == "run" and p.default.strip() == "False" for p in PythonTranslator.inspect({"source": source}))
+
+
+def _stored_needed(run: Any, source: str) -> bool:
+    """``run=False`` re-renders the runs in ``results_dir``, except in a notebook that :func:`waits`."""
+    return run is False and not waits(source)
+
+
 def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored: bool = True) -> None:
     """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
     starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
@@ -258,7 +275,7 @@ def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored
                              f"{Path(notebook).name} takes {', '.join(schema)}")
     for name, value in given.items():
         _fitted(value, name, schema[name])
-    if given.get("run") is False and "results_dir" in schema:
+    if "results_dir" in schema and _stored_needed(given.get("run"), source):
         if stored:
             require_results(given.get("results_dir"))
         elif not given.get("results_dir"):
@@ -285,7 +302,8 @@ def setup(namespace: Mapping[str, Any]) -> dict:
     Returns the checked parameters (a list given as ``"a,b"`` is a list here), for ``globals().update``.
     """
     checked = parameters(namespace)
-    if not checked.get("run", True):
+    own = (_cells(namespace) or ("", ""))[0]
+    if _stored_needed(checked.get("run", True), own):
         try:
             require_results(checked.get("results_dir"))
         except ResultsError as exc:

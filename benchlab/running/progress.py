@@ -47,10 +47,10 @@ def _in_notebook() -> bool:
         return False
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     """``3725`` -> ``'1h02m'``, ``65`` -> ``'1m05s'``, ``9`` -> ``'9s'``.
 
-    >>> _clock(65)
+    >>> clock(65)
     '1m05s'
     """
     seconds = max(0, int(round(seconds)))
@@ -137,7 +137,7 @@ class Progress:
 
     def line(self) -> str:
         return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self.label} - {self.stage}"
-                f" - ETA {_clock(self.eta())}")
+                f" - ETA {clock(self.eta())}")
 
     def _show(self, new_run: bool = False) -> None:
         if self.listener is not None:

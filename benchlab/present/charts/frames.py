@@ -82,10 +82,11 @@ def number(value) -> float | None:
 
 
 def setup(row: Mapping, columns: Iterable[str]) -> str:
-    """How the setup columns that vary are named beside the load: '3 s measured after 1 s warm-up'.
+    """How the setup columns that vary are named beside the load: '3 s measured after 1 s warm-up'; a label as it
+    is written (the panel's "press 2").
 
-    >>> setup({"duration": 3.0, "warmup": 1.0, "label": "a"}, ["duration", "warmup", "label"])
-    '3 s measured after 1 s warm-up, label a'
+    >>> setup({"duration": 3.0, "warmup": 1.0, "label": "press 2"}, ["duration", "warmup", "label"])
+    '3 s measured after 1 s warm-up, press 2'
     """
     parts = []
     columns = list(columns)
@@ -96,7 +97,8 @@ def setup(row: Mapping, columns: Iterable[str]) -> str:
         warmup = row.get("warmup")
         text = f"{number(warmup):g} s warm-up" if number(warmup) is not None else f"warm-up {key(warmup)}"
         parts[-1:] = [f"{parts[-1]} after {text}"] if parts else [text]
-    parts += [f"{c.replace('_', ' ')} {key(row.get(c))}" for c in columns if c not in ("duration", "warmup")]
+    parts += [str(key(row.get(c))) if c == "label" else f"{c.replace('_', ' ')} {key(row.get(c))}"
+              for c in columns if c not in ("duration", "warmup")]
     return ", ".join(parts)
 
 
