@@ -165,7 +165,8 @@ class Notebook:
         self.logged: list[str] = []
         self.page.on("pageerror", lambda exc: self.logged.append(f"page error: {exc}"))
         self.page.route("**/*", self._only_loopback)
-        self.page.goto(f"{base}/lab/tree/{name}?token={token}", wait_until="domcontentloaded")
+        # ?reset: a fresh workspace, so the notebook opened before in this browser is not opened again beside it
+        self.page.goto(f"{base}/lab/tree/{name}?reset&token={token}", wait_until="domcontentloaded")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         # the kernel started and idle, as the status bar says: a menu command before that is lost
         self.page.wait_for_function("() => /\\| Idle/.test(document.querySelector('#jp-main-statusbar')?.innerText)",
@@ -187,7 +188,8 @@ class Notebook:
 
     def wait_idle(self, timeout: float) -> None:
         self.page.wait_for_function(
-            """() => { const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+            """() => { const prompts = [...document.querySelectorAll(
+                   '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')];
                  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
                    && document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']") !== null; }""",
             timeout=timeout * 1000)
@@ -234,29 +236,44 @@ class Notebook:
         return shot
 
 
-def _views_are_interactive(notebook: Notebook) -> None:
+def _still_charts(notebook: Notebook, expected: int) -> list[str]:
+    """What keeps the charts from being what a person hovers: still pictures, a count off, a view without a
+    tooltip (or one that does not name the server)."""
+    found = []
     views = notebook.count(".jp-RenderedVegaCommon5")
-    stills = notebook.count(".jp-OutputArea-output .jp-RenderedSVG, .jp-OutputArea-output .jp-RenderedImage")
-    assert views > 0 and stills == 0, f"{views} Vega views, {stills} still pictures in place of a chart"
+    stills = notebook.count(".jp-OutputArea .jp-RenderedSVG, .jp-OutputArea .jp-RenderedImage")
+    if views != expected or stills:
+        found.append(f"{views} interactive Vega views of the {expected} charts, {stills} still pictures")
     tips = notebook.tooltips()
-    assert all(tips) and len(tips) == views, f"a chart showed no tooltip on hover: {tips}"
-    assert all("server" in tip for tip in tips), tips
+    if not all("server" in tip for tip in tips):
+        found.append(f"a chart showed no tooltip (or one without its server) on hover: {tips}")
+    return found
+
+
+def _seen(notebook: Notebook) -> list[str]:
+    """What a person must not see in any notebook: a red box, an error, a request off the machine, a page error."""
+    found = [f"a red box: {box}" for box in notebook.red_boxes()]
+    if notebook.count(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']"):
+        found.append("an error output")
+    found += [f"a request off the machine: {url}" for url in notebook.outside]
+    return found + notebook.logged
 
 
 # --- the tests --------------------------------------------------------------------------------------------------
 
 def test_compare_notebook_runs_all_with_one_bar_and_interactive_charts(lab, browser, shots, no_jvm_left):
+    """Every finding is gathered first, so a failure says all that is wrong (today's code showed still charts)."""
     notebook = Notebook(browser, lab, "compare.ipynb")
     notebook.run_all()
-    assert notebook.red_boxes() == []
-    assert notebook.count(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']") == 0
+    found = _seen(notebook)
     # one progress bar, the widget: no text bar of block characters beside it
-    assert notebook.count(".jp-OutputArea-output .widget-hprogress") == 1
-    assert "\u2588" not in notebook.page.inner_text(".jp-Notebook")
-    _views_are_interactive(notebook)
-    assert notebook.count(".jp-RenderedVegaCommon5") == 4  # throughput, latency, the merged spectrum, resources
+    bars = notebook.count(".jp-OutputArea-output .widget-hprogress")
+    text_bar = "\u2588" in notebook.page.inner_text(".jp-Notebook")  # the block characters of tqdm's text bar
+    if bars != 1 or text_bar:
+        found.append(f"{bars} progress widgets, {'and' if text_bar else 'no'} bar of text")
+    found += _still_charts(notebook, 4)  # throughput, latency, the merged spectrum, resources
     shot = notebook.screenshot(shots, "compare")
-    assert notebook.outside == [] and notebook.logged == [], (notebook.outside, notebook.logged)
+    assert found == []
     assert shot.stat().st_size > 50_000
     notebook.page.close()
 
@@ -264,23 +281,21 @@ def test_compare_notebook_runs_all_with_one_bar_and_interactive_charts(lab, brow
 def test_explore_notebook_waits_for_run_then_draws_what_it_ran(lab, browser, shots, no_jvm_left):
     _, _, folder = lab
     notebook = Notebook(browser, lab, "explore.ipynb")
-    notebook.run_all(timeout=120)
+    notebook.run_all(timeout=180)
     assert not (folder / "explore-results").exists(), "Run All started load that nobody asked for"
     page = notebook.page
     for widget in (".widget-select-multiple", ".widget-dropdown", ".widget-text", ".widget-hprogress"):
         assert page.locator(widget).count() >= 1, f"no {widget}: the panel is not drawn as widgets"
-    assert "ready" in page.inner_text(".widget-html")
+    assert page.inner_text(".widget-html").startswith("ready")
     page.click(".widget-button:has-text('Run')")
     page.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some(w => /^\\s*(done|failed)/"
                            ".test(w.innerText))", timeout=180_000)
     status = page.inner_text(".widget-html")
     assert status.startswith("done"), status
     page.wait_for_selector(".jp-RenderedVegaCommon5", timeout=30_000)
-    assert notebook.red_boxes() == []
-    _views_are_interactive(notebook)
+    found = _seen(notebook) + _still_charts(notebook, 2)  # throughput and latency
     shot = notebook.screenshot(shots, "explore")
-    assert notebook.count(".jp-RenderedVegaCommon5") == 2  # throughput and latency
+    assert found == []
     assert page.locator(".jp-RenderedHTMLCommon table").count() >= 1
-    assert notebook.outside == [] and notebook.logged == [], (notebook.outside, notebook.logged)
     assert shot.stat().st_size > 50_000
     notebook.page.close()
