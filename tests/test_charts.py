@@ -72,7 +72,8 @@ def rendered(chart) -> str:
 def test_throughput_has_mean_ci_and_repeats_faceted_by_scenario_and_load(suite_runs):
     chart = charts.throughput(suite_runs)
     spec = chart.to_dict()
-    assert spec["facet"]["row"]["field"] == "scenario"
+    assert "row" not in spec["facet"], "one scenario is no facet of one value"
+    assert spec["facet"]["column"]["title"] == "scenario hello"
     assert spec["facet"]["column"]["field"] == "load_point"
     assert spec["facet"]["column"]["sort"] == ["16 connections", "64 connections"]
     bar, errorbar, dots = layers(spec)
@@ -341,3 +342,26 @@ def test_describe_names_an_auto_warm_up_without_a_number():
     runs = frame(make_run("spring-tomcat", 1))
     runs["warmup"] = "auto"
     assert "2 s measured after auto warm-up" in charts.describe(runs)
+
+
+def test_scenarios_are_rows_only_when_there_are_several_and_legends_are_solid(suite_runs):
+    two = frame(*[make_run(s, r, scenario=scenario) for r in (1, 2) for s in SERVERS for scenario in ("hello", "json")])
+    for chart in (charts.throughput, charts.latency, charts.sweep):
+        one_spec, two_spec = chart(suite_runs).to_dict(), chart(two).to_dict()
+        assert "row" not in one_spec["facet"] and one_spec["facet"]["column"]["title"] == "scenario hello"
+        assert two_spec["facet"]["row"]["field"] == "scenario" and two_spec["facet"]["column"]["title"] is None
+        legend = layers(one_spec)[0]["encoding"]["color"]["legend"]
+        assert legend["symbolOpacity"] == 1, "a faint mark's legend dot drawn as solid as its line"
+    bar = layers(charts.throughput(frame(make_run("spring-jetty", 1))).to_dict())[0]
+    assert "ci_low" not in str(bar["encoding"]["tooltip"]), "the interval is one text, never 'null'"
+    assert bar["encoding"]["tooltip"][2]["field"] == "ci"
+
+
+def test_the_spectrum_labels_the_median_and_the_slowest_request(tmp_path):
+    import importlib
+
+    spectrum = importlib.import_module("benchlab.present.charts.spectrum")
+    label = spectrum.tick_labels({spectrum._where(p): text for p, text in spectrum.TICKS.items()})
+    at = {text: spectrum._where(p) for p, text in spectrum.TICKS.items()}
+    assert at["50"] == 2.0 and f"datum.value == {at['max']!r} ? 'max'" in label
+    assert "'0'" not in label and "min" not in label, "the left end is unlabelled: a label there sat on the median's"

@@ -257,10 +257,37 @@ def wrap(text: str, width: int = 100) -> list[str]:
 
 
 def server_color(servers: list[str]) -> alt.Color:
+    """A colour per server; the legend's symbols drawn solid, whatever the opacity of the marks they stand for."""
     import altair as alt
 
     return alt.Color("server:N", title="server", scale=alt.Scale(domain=sorted(servers)),
-                     legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT))
+                     legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT, symbolOpacity=1))
+
+
+def facets(frame: pd.DataFrame, order: list[str], column: str = "load_point") -> dict:
+    """The facet encodings of a chart of cells: a column per load point (``column``), and a row per scenario only
+    where there are several; a lone scenario is named once, above the columns, not as a facet of one value.
+
+    >>> import pandas as pd
+    >>> sorted(facets(pd.DataFrame({"scenario": ["hello"]}), ["8 connections"]))
+    ['column']
+    """
+    import altair as alt
+
+    scenarios = values(frame, "scenario")
+    if len(scenarios) == 1:
+        return {"column": alt.Column(f"{column}:N", title=f"scenario {scenarios[0]}", sort=order)}
+    return {"row": alt.Row("scenario:N", title="scenario"), "column": alt.Column(f"{column}:N", title=None,
+                                                                                  sort=order)}
+
+
+def tick_labels(ticks: Mapping[float, str]) -> str:
+    """A Vega label expression that names each tick position (exactly, as JSON writes the number) and no other.
+
+    >>> tick_labels({2.0: "50", 99999.999999: "max"})
+    "datum.value == 2.0 ? '50' : datum.value == 99999.999999 ? 'max' : ''"
+    """
+    return " : ".join(f"datum.value == {where!r} ? '{text}'" for where, text in ticks.items()) + " : ''"
 
 
 def long(frame: pd.DataFrame, keys: list[str], values: Mapping[str, pd.Series], name: str) -> pd.DataFrame:
