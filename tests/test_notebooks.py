@@ -71,7 +71,11 @@ def charts_in(path: Path) -> list[dict]:
         data = o.get("data", {})
         if report.VEGALITE_MIMETYPE in data:
             assert data["image/svg+xml"].lstrip().startswith("<svg")
-            found.append(data[report.VEGALITE_MIMETYPE])
+            spec = data[report.VEGALITE_MIMETYPE]
+            heading = spec.get("title", {}).get("text")
+            if isinstance(heading, list):  # a title too long for a narrow chart is drawn on two lines
+                spec = {**spec, "title": {**spec["title"], "text": " ".join(heading)}}
+            found.append(spec)
     return found
 
 

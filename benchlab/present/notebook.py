@@ -31,7 +31,7 @@ __all__ = ["ParameterError", "setup", "parameters", "declared", "require_results
 #: use nothing version 6 added (tests/test_charts.py checks every chart against the 5.6.1 schema).
 VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
 VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
-#: The Vega-Lite that vl-convert draws the static SVG with and that the HTML report inlines: its newest 5.
+#: The Vega-Lite that vl-convert draws the static SVG with: its newest 5, the version the spec says.
 VEGALITE_LIBRARY = "5.21"
 
 #: The first characters of the notebook's own parameters cell (papermill's injected one is "# Parameters\n").

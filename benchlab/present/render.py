@@ -14,7 +14,8 @@ draws every chart with vega-embed from its Vega-Lite spec, because:
 - vega-embed's own menu still exports any chart as SVG or PNG.
 
 The executed notebook itself carries each chart twice: the Vega-Lite 5 spec, which JupyterLab, Notebook 7
-and VS Code draw interactively with their own renderer (and this page with the Vega-Lite 5 it inlines), and
+and VS Code draw interactively with their own renderer (this page draws it with the Vega-Lite 6 it inlines:
+benchlab's specs are valid in both), and
 a static SVG from vl-convert for viewers that run no script (GitHub's, nbconvert to PDF). The renderer that
 does this is :func:`benchlab.present.notebook.enable_charts`, which every benchlab notebook's set-up calls;
 docs/notebooks.md says why version 5.
@@ -29,7 +30,8 @@ import os
 import re
 from pathlib import Path
 
-from .notebook import VEGALITE_LIBRARY, as_v5
+#: The Vega-Lite of the page's own Vega (vl-convert's newest, 6): a spec's $schema names it.
+REPORT_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 # --- the page -----------------------------------------------------------------------------------------------
 
@@ -117,14 +119,14 @@ def _inline_charts(nb) -> int:
             if "application/vnd.jupyter.widget-view+json" in data:
                 output["data"] = {"text/html": _WIDGET_NOTE}
                 continue
-            kind, spec = next(((key, value) for key, value in data.items()
-                               if key.startswith("application/vnd.vegalite")), (None, None))
+            spec = next((value for key, value in data.items() if key.startswith("application/vnd.vegalite")), None)
             if spec is None:
                 continue
             count += 1
             spec = spec if isinstance(spec, dict) else json.loads(spec)
-            if kind == "application/vnd.vegalite.v6+json":
-                spec = as_v5(spec)  # a notebook executed before benchlab wrote version 5: the same charts
+            # drawn by the Vega-Lite 6 this page inlines: benchlab's specs are valid in 5 and 6 (Altair writes 6),
+            # and vega-embed warns of a spec whose $schema names another major version than its own
+            spec = {**spec, "$schema": REPORT_SCHEMA}
             output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(spec))}
     return count
 
@@ -138,14 +140,13 @@ def _vega_bundle() -> str:
     from ..home import cache_dir
     from ..store.files import write_atomic
 
-    kept = cache_dir() / f"vega-{vl_convert.__version__}-vl{VEGALITE_LIBRARY}.js"  # type: ignore[attr-defined]
+    kept = cache_dir() / f"vega-{vl_convert.__version__}.js"  # type: ignore[attr-defined]
     try:
         return kept.read_text()
     except (OSError, UnicodeDecodeError):
         pass
     # vl-convert's stub makes snippet required; it is optional, and without it the bundle sets window.vegaEmbed
-    # the Vega-Lite 5 the specs are written for (vega-embed warns of a spec of another major version)
-    bundle = vl_convert.javascript_bundle(vl_version=VEGALITE_LIBRARY)  # type: ignore[call-arg]
+    bundle = vl_convert.javascript_bundle()  # type: ignore[call-arg]
     try:
         write_atomic(kept, bundle)
     except OSError:

@@ -24,6 +24,9 @@ HEIGHT = 220
 #: Pixels per character of a subtitle (11 px) in a wide font (DejaVu Sans): a subtitle wrapped at the chart's
 #: width with this fits in any browser, whatever font it draws the static SVG with.
 SUBTITLE_PX = 6.6
+#: The same for the title (13 px, bold): a chart of one narrow panel breaks its title in two lines rather than
+#: draw it past the image's edge.
+TITLE_PX = 8.4
 #: Room for the server legend: long names such as "spring-undertow" are never cut (Vega's default is 160 px).
 LEGEND_LABEL_LIMIT = 260
 #: What the legend usually adds to a chart's width, which the subtitle may use too.
@@ -237,12 +240,15 @@ def describe(frame: pd.DataFrame, *, machine: str | None = None) -> str:
 
 def title(text: str, frame: pd.DataFrame, note: str | None, *, width: float = WIDTH) -> alt.TitleParams:
     """The title, with the subtitle (``note``, by default :func:`describe`) wrapped at ``width`` pixels:
-    the width the chart's panels take, so no line reaches past the chart's right edge."""
+    the width the chart's panels take, so no line reaches past the chart's right edge; a title too long for that
+    width is a list of lines."""
     import altair as alt
 
     subtitle = note if note is not None else describe(frame)
     chars = max(40, int((width + LEGEND_PX) / SUBTITLE_PX))  # the legend beside the panels widens the image
-    return alt.TitleParams(text=text, subtitle=wrap(subtitle, chars), anchor="start")
+    heading = max(30, int((width + LEGEND_PX) / TITLE_PX))
+    return alt.TitleParams(text=text if len(text) <= heading else wrap(text, heading), subtitle=wrap(subtitle, chars),
+                           anchor="start")
 
 
 def wrap(text: str, width: int = 100) -> list[str]:
