@@ -61,6 +61,19 @@ def _tiny(notebook: Path, values: dict) -> None:
     notebook.write_text(json.dumps(nb, indent=1))
 
 
+def _live_notebook(path: Path) -> None:
+    """A notebook feeding the live view two warm-up slices, as compare() does while a JVM warms; then the run ends."""
+    rows = [{"run": "spring-jetty hello c8 r1", "t": 5.0 * i, "phase": "load", "connections": 8, "rps": rps,
+             "compile_s": 2.5 * i} for i, rps in enumerate((900.0, 1400.0), start=1)]
+    cells = ["from benchlab.present.live import Live\nview = Live()",
+             "\n".join(f"view.add({row!r})" for row in rows), "view.clear()"]
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
+                                           "execution_count": None} for c in cells],
+                                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}},
+                                "nbformat": 4, "nbformat_minor": 5}))
+
+
 # --- JupyterLab, started and stopped by PID ---------------------------------------------------------------------
 
 def _free_port() -> int:
@@ -96,6 +109,7 @@ def lab(jars, tmp_path_factory):
     shutil.copytree(ROOT / "notebooks", folder / "notebooks")
     _tiny(folder / "notebooks" / "compare.ipynb", {**TINY, "results_dir": str(folder / "compare-results")})
     _tiny(folder / "notebooks" / "explore.ipynb", {**TINY, "results_dir": str(folder / "explore-results")})
+    _live_notebook(folder / "notebooks" / "live.ipynb")
     port, token = _free_port(), secrets.token_hex(16)
     home = folder / "jupyter"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
@@ -250,7 +264,7 @@ class Notebook:
         return shot
 
 
-def _still_charts(notebook: Notebook, expected: int) -> list[str]:
+def _still_charts(notebook: Notebook, expected: int, named: str = "server") -> list[str]:
     """What keeps the charts from being what a person hovers: still pictures, a count off, a view without a
     tooltip (or one that does not name the server)."""
     found = []
@@ -259,8 +273,8 @@ def _still_charts(notebook: Notebook, expected: int) -> list[str]:
     if views != expected or stills:
         found.append(f"{views} interactive Vega views of the {expected} charts, {stills} still pictures")
     tips = notebook.tooltips()
-    if not all("server" in tip for tip in tips):
-        found.append(f"a chart showed no tooltip (or one without its server) on hover: {tips}")
+    if not all(named in tip for tip in tips):
+        found.append(f"a chart showed no tooltip (or one without its {named}) on hover: {tips}")
     return found
 
 
@@ -324,3 +338,23 @@ def test_explore_notebook_waits_for_run_then_draws_what_it_ran(lab, browser, sho
     assert page.locator(".jp-RenderedHTMLCommon table").count() >= 1
     assert shot.stat().st_size > 50_000
     notebook.page.close()
+
+
+def test_the_live_view_draws_each_slice_as_it_comes_and_is_emptied_when_the_run_ends(lab, browser):
+    """What compare() and the panel feed while a JVM warms (a fixed 1 s warm-up has no slices to draw)."""
+    notebook = Notebook(browser, lab, "live.ipynb")
+    page = notebook.page
+    page.click(".jp-Notebook .jp-Cell >> nth=0")
+    page.click("#jp-MainMenu .lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run Selected Cell')")
+    page.click("#jp-MainMenu .lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run Selected Cell')")
+    page.wait_for_selector(".jp-RenderedVegaCommon5 svg.marks", timeout=60_000)
+    found = _seen(notebook) + _still_charts(notebook, 1, named="spring-jetty hello c8 r1")
+    assert found == [], "\n".join(found)
+    page.click("#jp-MainMenu .lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run Selected Cell')")
+    # the run ended: its live view is emptied
+    page.wait_for_function("() => !document.querySelector('.jp-RenderedVegaCommon5')", timeout=60_000)
+    assert _seen(notebook) == []
+    page.close()
