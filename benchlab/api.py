@@ -93,7 +93,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
             load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None, label=None,
-            progress=True, on_run=None):
+            progress=True, on_run=None, on_progress=None, on_slice=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -138,6 +138,11 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         :mod:`benchlab.running.factors`.
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
+    on_progress : called with the :class:`~benchlab.running.progress.Progress` whenever the run under way or its
+        phase changes (its ``line()``: ``[1/4] spring-jetty hello c200 r1 - warm-up - ETA 3m10s``), bar or not
+    on_slice : called with each warm-up slice as it ends, ``{"run", "t", "phase", "rps", "compile_s"...}``. By
+        default, in a notebook a person watches, with ``progress``, a live chart under the bar draws them
+        (:class:`benchlab.present.live.Live`); it is emptied when each run ends
 
     The other options are those of :func:`run`; the command line takes them all (``benchlab compare --help``).
 
@@ -148,7 +153,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     ...                          duration="10s", warmup="5s")              # doctest: +SKIP
     >>> suite.verdicts()["verdict"].tolist()                               # doctest: +SKIP
     """
-    given = {k: v for k, v in locals().items() if k not in ("results_dir", "label", "progress", "on_run")}
+    given = {k: v for k, v in locals().items()
+             if k not in ("results_dir", "label", "progress", "on_run", "on_progress", "on_slice")}
     comparison = Comparison.of(**given)  # every option, as one object, from here down
     from .analysis.suite import Suite
     from .running.progress import Progress
@@ -165,7 +171,9 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     if results_dir is None:
         base = base / f"compare-{suite}"
     bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
-                   enabled=progress)
+                   enabled=progress, listener=on_progress)
+    live = _live(progress, on_slice)
+    shown = on_slice if live is None else live.add
     records: list[Run] = []
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
     try:
@@ -180,16 +188,35 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
                 m = rule.windows(records, repeat=repeat)
                 planned = [(spec, _windows(base, run_name(spec, repeat), m)) for spec in specs]
                 for done in run_round(planned, repeat=repeat, suite=suite, label=label, pool=pool, bar=bar,
-                                      deadline=rule.budget.deadline if rule.budget else None):
+                                      deadline=rule.budget.deadline if rule.budget else None, on_slice=shown):
+                    if live is not None:
+                        live.clear()  # the run ended: the final charts take the live view's place
                     records.extend(done)
                     for record in done if on_run else ():
                         on_run(record)
+        bar.complete()
     finally:
         bar.close()
+        if live is not None:
+            live.clear()
         writer.release()
     result = Suite(records, baseline=rule.baseline, path=str(base))
     rule.describe(result, records)
     return result
+
+
+def _live(progress: bool, on_slice):
+    """compare()'s own live view (a notebook a person watches, a bar shown, no ``on_slice`` of the caller's)."""
+    if on_slice is not None or not progress:
+        return None
+    from .present.live import Live, watched
+
+    return Live() if watched() else None
+
+
+def _labelled(on_slice, label: str):
+    """``on_slice`` with each row naming its run, or None."""
+    return None if on_slice is None else lambda row: on_slice({"run": label, **row})
 
 
 def _baseline(baseline, names: list[str]) -> str:
@@ -212,7 +239,7 @@ def _rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec
     return out
 
 
-def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None):
+def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
     """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs. No
     fork starts after the ``deadline`` (a budget's)."""
     for spec, windows in planned:
@@ -222,13 +249,15 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
         if done is not None:
             bar.finish(ran=False)
         else:
-            bar.start(f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}")
-            done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase)
+            name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
+            bar.start(name)
+            done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase,
+                         on_slice=_labelled(on_slice, name), echo=bar.waiting)
             bar.finish()
         yield done
 
 
-def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None):
+def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
     """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
     (:func:`benchlab.running.rounds.run`); a fork that failed keeps its windows and records the next as failed."""
     from .running import rounds
@@ -241,13 +270,15 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
             bar.finish(ran=False)
             yield done
         else:
-            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key()))
+            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
+                             on_slice=_labelled(on_slice, f"{spec.server.name} {spec.scenario.name} "
+                                                          f"{load_tag(spec)} r{repeat}")))
     if not todo:
         return
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
     for one in todo:
         one.phase = lambda name, server=one.spec.server.name: bar.phase(f"{server} {name}")
-    outcomes = rounds.run(todo, deadline=deadline)
+    outcomes = rounds.run(todo, deadline=deadline, echo=bar.waiting)
     bar.finish(count=len(outcomes))
     for outcome in outcomes:
         if outcome.error is None:
@@ -277,13 +308,13 @@ def _aside(run_dir: Path) -> list[Path]:
 
 
 def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite: str, label, pool: Pool,
-          on_phase) -> list[Run]:
+          on_phase, on_slice=None, echo=None) -> list[Run]:
     """Measure one fork. A fork that fails keeps the windows it finished, and its next window is recorded
     as failed, named in the flags, so the comparison goes on without counting it."""
     started_at = now()
     try:
         return fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(), on_phase=on_phase,
-                    instance=pool.instance(spec))
+                    instance=pool.instance(spec), on_slice=on_slice, echo=echo)
     except (ServerError, VerifyError, LoadError) as exc:
         pool.drop(spec.server.name)  # a server that failed is not reused
         return _failed_fork(spec, windows, exc, repeat=repeat, suite=suite, label=label, started_at=started_at)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import home
 from .errors import BenchlabError, UsageError
+from .present.live import BATCH
 from .present.notebook import VEGALITE_MIMETYPE, ParameterError, check_given  # noqa: F401 - re-exported for report's callers
 from .present.render import to_html
 
@@ -159,6 +161,24 @@ def check_options(given: Mapping[str, Any]) -> None:
                 servers.get(one)
 
 
+@contextmanager
+def _kernel_environment():
+    """What the kernel papermill starts inherits, for the block: this benchlab first on its path (installed or not),
+    and :data:`~benchlab.present.live.BATCH`, since nobody watches it (no live view is built)."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", BATCH)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved["PYTHONPATH"]) if p)
+    os.environ[BATCH] = "1"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = None, *,
             output: str | os.PathLike | None = None, kernel: str = "python3", timeout: float | None = None,
             log_output: bool = False) -> Report:
@@ -195,22 +215,14 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
     ipynb = _outputs(source, output)
     ipynb.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    # The kernel must import this benchlab, installed or not: put its folder first on the kernel's path.
-    package_root = str(Path(__file__).resolve().parent.parent)
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved) if p)
     failure = None
     try:
-        papermill.execute_notebook(str(source), str(ipynb), parameters=params, kernel_name=kernel,
-                                   progress_bar=False, log_output=log_output, execution_timeout=timeout,
-                                   request_save_on_cell_execute=True, extra_arguments=list(KERNEL_ARGUMENTS))
+        with _kernel_environment():
+            papermill.execute_notebook(str(source), str(ipynb), parameters=params, kernel_name=kernel,
+                                       progress_bar=False, log_output=log_output, execution_timeout=timeout,
+                                       request_save_on_cell_execute=True, extra_arguments=list(KERNEL_ARGUMENTS))
     except Exception as exc:  # noqa: BLE001 - a cell that raised, a kernel that died or timed out: keep the file
         failure = exc
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
     page = ipynb.with_suffix(".html")
     if ipynb.exists():
         to_html(ipynb, page)

@@ -1,11 +1,13 @@
 """The ipywidgets control panel of explore.ipynb: pick servers and load, press Run, watch the charts fill in.
 
-A press is a comparison of its own, through :func:`benchlab.compare`: every chosen server ``repeats`` times,
-interleaved (A B A B), each on a fresh server, each run stored as it finishes in a folder of the press under
-``results_dir``. After every run the progress bar moves and the charts and the table of runs under the panel
-are drawn again from all runs so far, so the first figures show while the rest run. Runs of presses with
-other settings (a 3 s run after a 10 s one) are drawn apart, each setting in its own panel, never pooled
-into one mean. For figures to publish, use compare.ipynb: it adds the statistics, the verdicts and the flags.
+A press runs every chosen server ``repeats`` times, interleaved (A B A B), each on a fresh server through
+:func:`benchlab.compare`, and stores each run under ``results_dir`` as it finishes. The status line says one
+state at a time: ready, running (which run of how many, and its phase), done or failed. While a server warms
+up in slices, a live chart draws each slice (:mod:`benchlab.present.live`). After every run the progress bar
+moves and the charts and the table of runs under the panel are drawn again from all runs so far, so the first
+figures show while the rest run. Each press is its own comparison: its runs are drawn apart from another
+press's, each in its own facet with its own mean, never pooled, and the table names the press of each run.
+For figures to publish, use :func:`benchlab.compare` (compare.ipynb): it adds the statistics.
 
 Example
 -------
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import BenchlabError, UsageError
+from .present.live import Live
+from .running.progress import clock
 
 if TYPE_CHECKING:
     import altair as alt
@@ -33,11 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Panel"]
 
-#: Shown where the charts and the table will be until the first run finishes.
-_PLACEHOLDER = {"text/plain": "(the charts appear here when the first run finishes)"}
-_NO_RUNS = {"text/plain": "(no runs shown: press Run)", "text/html": "<p><em>(no runs shown: press Run)</em></p>"}
-#: What the panel draws under itself, in this order.
-_SHOWN = ("throughput", "latency", "runs")
+#: Where nothing is drawn yet: the status line alone says what the panel is doing.
+_NOTHING = {"text/plain": ""}
+#: What the panel draws under itself, in this order: the live view of the run under way, the charts, the table.
+_SHOWN = ("live", "throughput", "latency", "runs")
+#: The status line's states, and their colours.
+_STATES = {"ready": "inherit", "running": "#1565c0", "done": "#2e7d32", "failed": "#b00020"}
 
 
 class Panel:
@@ -72,6 +77,8 @@ class Panel:
             scenarios.append(scenario)  # sleep:<ms> and the like: offered as given
         self.results_dir = Path(results_dir) if results_dir else home.results_dir() / "explore"
         self.records: list[Run] = []
+        self.presses: dict[str, int] = {}  # a press's folder -> its number, in the order shown
+        self._live = Live(enabled=False)  # drawn once the panel is displayed
 
         self.servers = w.SelectMultiple(options=list(BUILTINS), value=tuple(servers), description="servers",
                                         rows=len(BUILTINS))
@@ -84,7 +91,8 @@ class Panel:
                                tooltip="run every chosen server, repeats times, interleaved")
         self.clear = w.Button(description="Clear", tooltip="forget the runs shown (they stay on disk)")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", bar_style="info")
-        self.status = w.HTML(value="press Run")
+        self.status = w.HTML()
+        self._say("ready", "choose the servers and the load, then press Run")
         # The charts and the table are display handles under the panel, not an Output widget: an update then
         # lands in the notebook's own outputs, so it is kept when the notebook is saved or executed by
         # papermill (which also stalls on large Output-widget messages).
@@ -100,14 +108,20 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
-        self._handles = {name: display(_NO_RUNS if name == "runs" else _PLACEHOLDER, raw=True, display_id=True)
-                         for name in _SHOWN}
+        self._handles = {name: display(_NOTHING, raw=True, display_id=True) for name in _SHOWN}
+        self._live = Live(handle=self._handles["live"])
         self._draw()
 
     # -- running -------------------------------------------------------------------------------------
-    def _say(self, text: str, *, error: bool = False) -> None:
-        color = "#b00020" if error else "inherit"
-        self.status.value = f'<span style="color:{color}">{html.escape(text)}</span>'
+    def _say(self, state: str, text: str) -> None:
+        """The status line: one state (ready, running, done, failed) and what it is about."""
+        self.state = state
+        self.status.value = (f'<span style="color:{_STATES[state]}"><b>{state}</b>: {html.escape(text)}</span>')
+
+    def _running(self, progress) -> None:
+        total = len(progress.planned)
+        self._say("running", f"{min(progress.done + 1, total)} of {total}: {progress.label} - {progress.stage}"
+                             f" - ETA {clock(progress.eta())}")
 
     def _pressed(self) -> None:
         try:
@@ -134,23 +148,20 @@ class Panel:
                 raise UsageError("no server chosen: pick at least one in the list")
             duration, warmup = parse_duration(self.duration.value), parse_duration(self.warmup.value, what="warmup")
         except BenchlabError as exc:
-            self._say(f"error: {exc}", error=True)
+            self._say("failed", str(exc))
             raise
         total = len(chosen) * self.repeats.value
         self.button.disabled = True
         self.progress.max, self.progress.value, self.progress.bar_style = total, 0, "info"
-        self._say(f"running {total} run(s), interleaved: {', '.join(chosen)}")
         done: list[Run] = []
 
         def ran(record: Run) -> None:
             done.append(record)
+            self._live.clear()  # the run ended: its charts replace the live view
             self.progress.value = len(done)
             if record.status == "ok":
                 self.records.append(record)
                 self._draw()
-            self._say(f"run {len(done)}/{total}: {record.params['server']} (repeat {record.params['repeat']}) "
-                      + ("done" if record.status == "ok" else f"failed: {record.error}"),
-                      error=record.status != "ok")
 
         # Each press is a comparison of its own: compare() gives it the interleaved order, the storage and
         # the failure handling; a directory per press keeps it from resuming an earlier press's runs.
@@ -158,41 +169,65 @@ class Panel:
         try:
             compare(chosen, [self.scenario.value], [self.connections.value], repeats=self.repeats.value,
                     duration=duration, warmup=warmup, results_dir=press, progress=False, label="explore",
-                    on_run=ran)
+                    on_run=ran, on_progress=self._running, on_slice=self._live.add)
         except BenchlabError as exc:
             self.progress.bar_style = "danger"
-            self._say(f"error: {str(exc).splitlines()[0]}", error=True)
+            self._say("failed", str(exc).splitlines()[0])
             raise
         finally:
+            self._live.clear()
             self.button.disabled = False
-        failed = sum(r.status != "ok" for r in done)
-        self.progress.bar_style = "danger" if failed else "success"
-        self._say(f"{len(done) - failed} run(s) stored under {press}" + (f", {failed} failed" if failed else ""),
-                  error=bool(failed))
+        failures = [r for r in done if r.status != "ok"]
+        self.progress.bar_style = "danger" if failures else "success"
+        if failures:
+            self._say("failed", f"{len(failures)} of {len(done)} runs failed ({failures[0].error}); "
+                                f"the others are stored under {press}")
+        else:
+            self._say("done", f"{len(done)} runs stored under {press}")
         return done
 
     def reset(self) -> None:
         """Forget the runs shown (they stay on disk) and empty the charts."""
         self.records.clear()
+        self.presses.clear()
         self.progress.value = 0
-        for name, handle in self._handles.items():
-            handle.update(_NO_RUNS if name == "runs" else _PLACEHOLDER, raw=True)
-        self._say("press Run")
+        for handle in self._handles.values():
+            handle.update(_NOTHING, raw=True)
+        self._say("ready", "nothing shown; the runs stay on disk. Press Run")
 
     def show(self, records: Iterable[Run]) -> None:
         """Show stored runs (e.g. ``benchlab.load(path).records``) as if this panel had run them."""
         self.records.extend(records)
         self.progress.max = self.progress.value = max(1, len(self.records))
-        self._say(f"{len(self.records)} stored run(s)")
+        self._say("ready", f"{len(self.records)} stored runs shown; press Run to add to them")
         self._draw()
 
+    def show_stored(self) -> None:
+        """Show the runs already stored under ``results_dir`` (every press's), if there are any."""
+        from .store.results import load_runs
+
+        if self.results_dir.is_dir():
+            stored = load_runs(self.results_dir) if any(self.results_dir.rglob("run.json")) else []
+            if stored:
+                self.show(stored)
+
     # -- what it shows ---------------------------------------------------------------------------------
+    def press(self, record: Run) -> int:
+        """The number of the press that made ``record`` (1, 2 ...; stored runs shown count as one press a folder)."""
+        folder = str(Path(record.directory).parent) if record.directory else ""
+        return self.presses.setdefault(folder, len(self.presses) + 1)
+
     @property
     def runs(self) -> pd.DataFrame:
-        """The tidy frame of every run shown."""
+        """The tidy frame of every run shown; with runs of several presses, its ``label`` names each run's press
+        ("press 2"), so no statistic or chart pools two presses."""
         from .store.results import frame
 
-        return frame(self.records)
+        runs = frame(self.records)
+        presses = [self.press(r) for r in self.records]
+        if len(set(presses)) > 1:
+            runs["label"] = [f"press {n}" for n in presses]
+        return runs
 
     def _note(self) -> str:
         from .present import charts
@@ -214,10 +249,15 @@ class Panel:
 
     def table(self) -> pd.DataFrame:
         """The runs shown, for reading (:func:`benchlab.present.formatting.runs`): the setup where it varies, rps, p50,
-        p99 in ms, errors, CPU. The raw frame, in seconds, is :attr:`runs`."""
+        p99 in ms, errors, CPU, and the press of each run where there were several. The raw frame, in seconds, is
+        :attr:`runs`."""
         from .present.formatting import runs
 
-        return runs(self.runs)
+        shown = runs(self.runs)
+        presses = [self.press(r) for r in self.records]
+        if len(set(presses)) > 1:
+            shown.insert(0, "press", presses)
+        return shown
 
     def _draw(self) -> None:
         if not self._handles:

@@ -55,9 +55,16 @@ def layers(spec: dict) -> list[dict]:
 
 
 def rendered(chart) -> str:
-    import vl_convert
+    """The chart as a notebook shows it: a Vega-Lite 5 spec JupyterLab 4.6.6 draws, and its static SVG."""
+    from benchlab.present import notebook
+    from tests import vegalite
 
-    svg = vl_convert.vegalite_to_svg(chart.to_dict())
+    bundle, _ = notebook._chart_bundle(chart.to_dict())
+    spec = bundle[notebook.VEGALITE_MIMETYPE]
+    assert spec["$schema"] == notebook.VEGALITE_SCHEMA and set(bundle) == {notebook.VEGALITE_MIMETYPE, "image/svg+xml",
+                                                                           "text/plain"}
+    assert vegalite.problems(spec) == []
+    svg = bundle["image/svg+xml"]
     assert svg.startswith("<svg") and "<path" in svg
     return svg
 
@@ -65,7 +72,8 @@ def rendered(chart) -> str:
 def test_throughput_has_mean_ci_and_repeats_faceted_by_scenario_and_load(suite_runs):
     chart = charts.throughput(suite_runs)
     spec = chart.to_dict()
-    assert spec["facet"]["row"]["field"] == "scenario"
+    assert "row" not in spec["facet"], "one scenario is no facet of one value"
+    assert spec["facet"]["column"]["title"] == "scenario hello"
     assert spec["facet"]["column"]["field"] == "load_point"
     assert spec["facet"]["column"]["sort"] == ["16 connections", "64 connections"]
     bar, errorbar, dots = layers(spec)
@@ -355,3 +363,26 @@ def test_the_throughput_charts_interval_is_the_summarys_with_three_windows_a_for
         assert (drawn["value"], drawn["ci_low"], drawn["ci_high"]) == pytest.approx(
             (table["mean"], table["ci_low"], table["ci_high"]))
     assert len([v for v in values if v["kind"] == "run"]) == 8  # a dot a fork: its windows' mean
+
+
+def test_scenarios_are_rows_only_when_there_are_several_and_legends_are_solid(suite_runs):
+    two = frame(*[make_run(s, r, scenario=scenario) for r in (1, 2) for s in SERVERS for scenario in ("hello", "json")])
+    for chart in (charts.throughput, charts.latency, charts.sweep):
+        one_spec, two_spec = chart(suite_runs).to_dict(), chart(two).to_dict()
+        assert "row" not in one_spec["facet"] and one_spec["facet"]["column"]["title"] == "scenario hello"
+        assert two_spec["facet"]["row"]["field"] == "scenario" and two_spec["facet"]["column"]["title"] is None
+        legend = layers(one_spec)[0]["encoding"]["color"]["legend"]
+        assert legend["symbolOpacity"] == 1, "a faint mark's legend dot drawn as solid as its line"
+    bar = layers(charts.throughput(frame(make_run("spring-jetty", 1))).to_dict())[0]
+    assert "ci_low" not in str(bar["encoding"]["tooltip"]), "the interval is one text, never 'null'"
+    assert bar["encoding"]["tooltip"][2]["field"] == "ci"
+
+
+def test_the_spectrum_labels_the_median_and_the_slowest_request(tmp_path):
+    import importlib
+
+    spectrum = importlib.import_module("benchlab.present.charts.spectrum")
+    label = spectrum.tick_labels({spectrum._where(p): text for p, text in spectrum.TICKS.items()})
+    at = {text: spectrum._where(p) for p, text in spectrum.TICKS.items()}
+    assert at["50"] == 2.0 and f"datum.value == {at['max']!r} ? 'max'" in label
+    assert "'0'" not in label and "min" not in label, "the left end is unlabelled: a label there sat on the median's"

@@ -177,9 +177,14 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     # Jetty, Tomcat; Tomcat, Jetty), the fork warmed first is resumed before its first window, and each fork
     # says what it cost before it could measure.
     servers = ["spring-tomcat", "spring-jetty"]
+    slices, stages = [], []
     suite = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",
-                             warmup="1s", results_dir=tmp_path, progress=False)
+                             warmup="1s", results_dir=tmp_path, progress=False, on_slice=slices.append,
+                             on_progress=lambda bar: stages.append(bar.stage))
     runs = suite.runs.sort_values("started_at")
+    # what a live view and the panel are fed: the resumed slice as it ended, named by its run; each phase as said
+    assert [(s["run"], s["phase"]) for s in slices] == [("spring-tomcat hello c16 r1", "resume")], slices
+    assert {"spring-tomcat warm-up", "spring-jetty window 3 of 3", "spring-tomcat stop"} <= set(stages), stages
     assert len(runs) == 6 and (runs["status"] == "ok").all()
     assert runs["server"].tolist() == ["spring-tomcat", "spring-jetty", "spring-jetty", "spring-tomcat",
                                        "spring-tomcat", "spring-jetty"]

@@ -189,12 +189,13 @@ def test_the_verdicts_pair_each_variant_with_its_own_server():
 
 
 def test_the_interaction_chart_draws_one_line_per_server_over_the_setting():
-    import vl_convert
+    from tests.test_charts import rendered
 
     servers = [("spring-tomcat", False, 1000), ("spring-tomcat+vt", True, 3000),
                ("spring-jetty", False, 900), ("spring-jetty+vt", True, 800)]
     runs = _runs([(s, vt, scenario, r) for s, vt, r in servers for scenario in ("sleep:50", "hello")])
-    spec = charts.interaction(runs, "virtual_threads").to_dict()
+    chart = charts.interaction(runs, "virtual_threads")
+    spec = chart.to_dict()
     line = spec["spec"]["layer"][0]
     assert line["mark"]["type"] == "line"
     assert line["encoding"]["x"]["field"] == "setting" and line["encoding"]["x"]["sort"] == ["false", "true"]
@@ -203,7 +204,7 @@ def test_the_interaction_chart_draws_one_line_per_server_over_the_setting():
     data = next(iter(spec["datasets"].values()))
     assert {(d["base"], d["setting"]) for d in data} == {("spring-tomcat", "false"), ("spring-tomcat", "true"),
                                                           ("spring-jetty", "false"), ("spring-jetty", "true")}
-    vl_convert.vegalite_to_svg(spec)
+    rendered(chart)
     with pytest.raises(UsageError, match="unknown factor 'colour'"):
         charts.interaction(runs, "colour")
 

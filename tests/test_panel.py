@@ -40,17 +40,36 @@ def test_panel_keeps_each_press_apart_refreshes_its_table_and_clears(tmp_path, j
     assert [r.status for r in first + second] == ["ok", "ok"], [r.error for r in first + second]
     throughput, table = _shown(shown.outputs, panel._handles["throughput"]), _shown(shown.outputs,
                                                                                    panel._handles["runs"])
-    # the table: the placeholder, one update per finished run, then Clear's placeholder again
+    # the table: nothing at first (the status line says "ready"), one update per finished run, nothing after Clear
     assert len(table) == 4
-    assert "no runs shown" in table[0]["text/plain"] and "no runs shown" in table[-1]["text/plain"]
+    assert table[0] == {"text/plain": ""} and table[-1] == {"text/plain": ""}
     one, two = table[1]["text/html"], table[2]["text/html"]
     assert one.count("spring-tomcat-") == 1 and two.count("spring-tomcat-") == 2
     assert "duration" in two and "3.0" in two                 # the setting that differs is a column
-    # the last chart of the presses: each setting its own panel and mean, nobody pooled into "2 repeats"
+    assert "<th>press</th>" in two and "press" not in one     # and each run's press, once there are two
+    # the last chart of the presses: each press its own panel and mean, nobody pooled into "2 repeats"
     spec = next(b for b in reversed(throughput) if report.VEGALITE_MIMETYPE in b)[report.VEGALITE_MIMETYPE]
     cells = [v for v in list(spec["datasets"].values())[0] if v["kind"] == "cell"]
-    assert sorted(c["load_point"] for c in cells) == ["16 connections, 2 s measured", "16 connections, 3 s measured"]
+    assert sorted(c["load_point"] for c in cells) == ["16 connections, 2 s measured, press 1",
+                                                      "16 connections, 3 s measured, press 2"]
     assert [c["n"] for c in cells] == [1, 1] and all(c["ci_high"] is None for c in cells)
     assert "1 repeat," in " ".join(spec["title"]["subtitle"])
     assert len(shown.outputs) > after_presses and panel.records == [] and panel.runs.empty
-    assert "appear here" in throughput[-1]["text/plain"]
+    assert throughput[-1] == {"text/plain": ""} and panel.state == "ready"
+
+
+def test_two_presses_of_the_same_settings_are_told_apart(tmp_path, jars, no_jvm_left):
+    """The same settings pressed twice: two comparisons, not one cell of "2 repeats" with a vast interval."""
+    panel = Panel(servers=["spring-jetty"], connections=8, duration="2s", warmup="1s", results_dir=tmp_path)
+    states = []
+    panel.status.observe(lambda change: states.append(change["new"].split("</b>")[0].rsplit(">", 1)[-1]), "value")
+    first, second = panel.run(), panel.run()
+    assert [r.status for r in first + second] == ["ok", "ok"]
+    assert states[0] == "running" and states[-1] == "done" and set(states) == {"running", "done"}
+    running = [change for change in states if change == "running"]
+    assert len(running) >= 4                                   # start, verify, warm-up, window: one line each
+    assert first[0].id == second[0].id, "the same settings name a run alike in each press's folder"
+    table = panel.table()
+    assert table["press"].tolist() == [1, 2]
+    cells = [v for v in list(panel.throughput().to_dict()["datasets"].values())[0] if v["kind"] == "cell"]
+    assert sorted(c["load_point"] for c in cells) == ["8 connections, press 1", "8 connections, press 2"]

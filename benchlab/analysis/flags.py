@@ -271,12 +271,17 @@ def _cell_flags(rps: np.ndarray, p99: np.ndarray, forks: np.ndarray, found: list
     if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
         out.append(("tail_unstable", _explain("tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3,
                                               high=p99.max() * 1e3)))
+    if len(found) < 2:
+        return out  # a cell of one run: the run's own row says each of its flags, the cell would say it again
     seen: dict[str, str] = {}
+    counts: dict[str, int] = {}
     for run in found:
-        for flag, text in run:
-            if flag not in seen and flag != "failed":
-                seen[flag] = text
-    return out + [(flag, f"in some repeats: {text}") for flag, text in seen.items()]
+        for flag, text in dict(run).items():
+            if flag != "failed":
+                seen.setdefault(flag, text)
+                counts[flag] = counts.get(flag, 0) + 1
+    return out + [(flag, f"in {'every repeat' if counts[flag] == len(found) else 'some repeats'}: {text}")
+                  for flag, text in seen.items()]
 
 
 def flags(runs: pd.DataFrame) -> pd.DataFrame:

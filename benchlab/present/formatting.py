@@ -1,10 +1,10 @@
-"""Numbers for people, in one place: the terminal, the notebooks and the report format them here.
+"""The statistics' frames for reading: the notebooks and the report show these, formatted by :mod:`.numbers`.
 
-Requests/s get three significant figures (``9.02k``), latencies milliseconds (``12.3 ms``), an interval
-is printed to the precision its own width allows (``9.0k [8.8k, 9.2k]``: a digit finer than the interval
-is noise). The frame formatters turn the statistics' frames (:meth:`Suite.summary`, :meth:`Suite.verdicts`,
-:meth:`Suite.table`) into frames of text for reading; the raw frames, in seconds and requests/s, stay what
-the statistics return, for analysis.
+The frame formatters turn the statistics' frames (:meth:`Suite.summary`, :meth:`Suite.verdicts`,
+:meth:`Suite.table`, the runs and their warm-ups) into frames of text for reading, one rounding rule per
+column; the raw frames, in seconds and requests/s, stay what the statistics return, for analysis. The
+number formatters themselves (``rate``, ``ms``, ``interval``, ``cores``, ``Note`` ...) live in
+:mod:`benchlab.present.numbers` and are named here too, as the notebooks call them.
 
 >>> rate(9021.4), ms(0.012345), interval(9021.4, 8812.0, 9234.0)
 ('9.02k', '12.3 ms', '9.0k [8.8k, 9.2k]')
@@ -12,132 +12,16 @@ the statistics return, for analysis.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..schema import LATENCY_COLUMNS
+from .numbers import MISSING, Note, _number, change, cores, interval, ms, percent, rate, ratio
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Suffixes of large counts: 9,021 is 9.02k.
-_SUFFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
-MISSING = "-"
-
-
-def _number(value) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) or math.isinf(number) else number
-
-
-def _place(value: float, figures: int) -> int:
-    """The decimal place of the last of ``figures`` significant figures of ``value`` (0: units, -2: hundredths)."""
-    return math.floor(math.log10(abs(value))) - figures + 1 if value else 0
-
-
-def _rounded_place(value: float, figures: int) -> int:
-    """:func:`_place` of ``value`` once rounded: 999.6 to 3 figures is 1,000, whose last figure is the tens."""
-    place = _place(value, figures)
-    rounded = round(value, -place)
-    return _place(rounded, figures) if rounded else place
-
-
-def _scaled(value: float, place: int, scale: float, suffix: str) -> str:
-    decimals = max(0, round(math.log10(scale)) - place)
-    text = f"{round(value, -place) / scale:,.{decimals}f}"
-    return f"{'0' if text.strip('-0.,') == '' else text}{suffix}"
-
-
-def _scale(value: float) -> tuple[float, str]:
-    return next(((s, x) for s, x in _SUFFIXES if abs(value) >= s * 0.9995), (1.0, ""))
-
-
-def rate(value, figures: int = 3) -> str:
-    """Requests (or anything counted) per second, to ``figures`` significant figures, with k, M, G.
-
-    >>> rate(9021.4), rate(18_112), rate(312.4), rate(12.345), rate(1_500_000), rate(999.6), rate(None)
-    ('9.02k', '18.1k', '312', '12.3', '1.50M', '1.00k', '-')
-    """
-    number = _number(value)
-    if number is None:
-        return MISSING
-    place = _rounded_place(number, figures)
-    scale, suffix = _scale(round(number, -place))
-    return _scaled(number, place, scale, suffix)
-
-
-def ms(seconds, figures: int = 3, *, unit: bool = True) -> str:
-    """A latency in seconds, shown in milliseconds to ``figures`` significant figures.
-
-    >>> ms(0.012345), ms(0.000853), ms(0.3162), ms(1.2345), ms(None)
-    ('12.3 ms', '0.853 ms', '316 ms', '1,230 ms', '-')
-    """
-    number = _number(seconds)
-    if number is None:
-        return MISSING
-    text = _scaled(number * 1000.0, _rounded_place(number * 1000.0, figures), 1.0, "")
-    return f"{text} ms" if unit else text
-
-
-def percent(value, decimals: int = 1) -> str:
-    """A fraction as a percentage: ``0.0213`` is ``2.1%``.
-
-    >>> percent(0.0213), percent(None)
-    ('2.1%', '-')
-    """
-    number = _number(value)
-    return MISSING if number is None else f"{number:.{decimals}%}"
-
-
-def change(ratio) -> str:
-    """A ratio as a signed change: ``1.12`` is ``+12%``, ``0.95`` is ``-5%``.
-
-    >>> change(1.12), change(0.95)
-    ('+12%', '-5%')
-    """
-    number = _number(ratio)
-    return MISSING if number is None else f"{number - 1:+.0%}"
-
-
-def interval(mean, low, high, *, kind: str = "rate") -> str:
-    """A mean and its interval, each to the precision the interval's width allows (at least 2 figures).
-
-    ``kind`` is ``"rate"`` (requests/s, with k and M), ``"ms"`` (a latency in seconds, shown in ms),
-    ``"ratio"`` (plain, ``1.05 [0.98, 1.12]``) or ``"change"`` (a ratio as ``+5% [-2%, +12%]``).
-
-    >>> interval(9021.4, 8812.0, 9234.0), interval(0.0123, 0.0119, 0.0128, kind="ms")
-    ('9.0k [8.8k, 9.2k]', '12.3 [11.9, 12.8] ms')
-    >>> interval(1.052, 0.981, 1.121, kind="ratio"), interval(1.052, 0.981, 1.121, kind="change")
-    ('1.05 [0.98, 1.12]', '+5% [-2%, +12%]')
-    >>> interval(9021.4, None, None), interval(1800, 100, 35_400)
-    ('9.02k', '1.8k [100, 35k]')
-    """
-    number, lo, hi = _number(mean), _number(low), _number(high)
-    if number is None:
-        return MISSING
-    if kind == "change":
-        return change(number) + (f" [{change(lo)}, {change(hi)}]" if lo is not None and hi is not None else "")
-    factor = 1000.0 if kind == "ms" else 1.0
-    number = number * factor
-    scale, suffix = _scale(number) if kind == "rate" else (1.0, "")
-    if lo is None or hi is None:
-        single = {"rate": rate, "ms": lambda v: ms(v, unit=False)}.get(kind, lambda v: f"{v:.3g}")
-        return single(mean) + (" ms" if kind == "ms" else "")
-    lo, hi = lo * factor, hi * factor
-    if lo <= 0 or hi > 10 * lo:
-        # An interval over a factor of ten says only the order of magnitude: 2 figures each, no common place.
-        show: Callable[[float], str] = lambda v: _scaled(v, _rounded_place(v, 2) if v else 0,  # noqa: E731
-                                                         *(_scale(v) if kind == "rate" else (1.0, "")))
-    else:
-        # Round to the first significant digit of the half-width: finer digits are within the noise.
-        width = (hi - lo) / 2
-        place = min(_place(width, 1) if width > 0 else _place(number, 3), _place(number, 2))
-        show = lambda v: _scaled(v, place, scale, suffix)  # noqa: E731
-    return f"{show(number)} [{show(lo)}, {show(hi)}]" + (" ms" if kind == "ms" else "")
+__all__ = ["MISSING", "Note", "change", "cores", "interval", "ms", "percent", "rate", "ratio", "summary",
+           "verdicts", "per_run", "flags", "runs", "warmups"]
 
 
 # --- frames for reading ---------------------------------------------------------------------------------
@@ -253,12 +137,12 @@ def flags(frame: pd.DataFrame) -> pd.DataFrame | str:
     >>> flags(raw).reset_index().columns.tolist()
     ['server', 'run', 'flag', 'explanation']
     >>> flags(raw.iloc[:0])
-    'no flags: no run or cell tripped a noise or validity check'
+    no flags: no run or cell tripped a noise or validity check
     """
     import pandas as pd
 
     if not len(frame):
-        return "no flags: no run or cell tripped a noise or validity check"
+        return Note("no flags: no run or cell tripped a noise or validity check")
     keep = [c for c in _shown(frame) if c not in ("server", "label")]
     shown = pd.DataFrame({**{c: frame[c] for c in keep}, "server": frame["server"],
                           "run": frame["id"].map(lambda v: "(the cell)" if v is None or v != v else v),
@@ -275,7 +159,7 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
     >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "status": "ok", "rps": 9021.4, "p50": 0.0021,
     ...                      "p99": 0.0123, "errors_total": 0, "server_cpu_mean": 97.5}])
     >>> [str(value) for value in runs(raw).reset_index().iloc[0]]
-    ['r1', 'spring-jetty', 'ok', '9.02k', '2.10 ms', '12.3 ms', '0', '98%']
+    ['r1', 'spring-jetty', 'ok', '9.02k', '2.10 ms', '12.3 ms', '0', '0.97 cores']
     """
     import pandas as pd
 
@@ -286,24 +170,26 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ("p50", "p99"):
         shown[column] = frame[column].map(ms)
     shown["errors"] = frame["errors_total"].map(lambda v: MISSING if _number(v) is None else int(v))
-    shown["server CPU"] = frame["server_cpu_mean"].map(lambda v: MISSING if _number(v) is None else f"{v:.0f}%")
+    # the monitor's per cent of one core, said in cores as the warm-up table says the JIT's
+    shown["server CPU"] = frame["server_cpu_mean"].map(lambda v: cores(None if _number(v) is None else v / 100))
     return shown.set_index("id")
 
 
 def warmups(frame: pd.DataFrame) -> pd.DataFrame:
     """How each run was warmed, for reading: the warm-up's time, its class (Barrett et al.: flat, warm-up,
     slowdown, no steady state), when the JIT went quiet, whether the run was called warm and by which rule,
-    and what the JVM's counters say of the measured window (the share of it the JIT was compiling, the share of
-    the server's core its compiler threads took, and the GC's share).
+    and what the JVM's counters say of the measured window: the JIT's compile time and its compiler threads' CPU,
+    each per second of the window, in cores (two compiler threads can compile 1.8 s a second: "1.80 cores"), and
+    the share of the window the GC paused.
 
     Example
     -------
     >>> import pandas as pd
     >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "repeat": 1, "status": "ok", "warmup": "auto",
     ...                      "warmup_s": 96.2, "warmup_class": "warm-up", "jit_quiet_s": 85.0, "warm": True,
-    ...                      "jit_share": 0.004, "jit_cpu_share": 0.001, "gc_share": 0.012}])
+    ...                      "jit_share": 1.794, "jit_cpu_share": 0.21, "gc_share": 0.012}])
     >>> [str(value) for value in warmups(raw).iloc[0]]
-    ['spring-jetty', '1', '96 s', 'warm-up', '85 s', 'yes', '0.4%', '0.1%', '1.2%']
+    ['spring-jetty', '1', '96 s', 'warm-up', '85 s', 'yes', '1.79 cores', '0.21 cores', '1.2%']
     """
     import pandas as pd
 
@@ -325,8 +211,8 @@ def warmups(frame: pd.DataFrame) -> pd.DataFrame:
         "class": get("warmup_class").map(lambda v: v if isinstance(v, str) else MISSING),
         "JIT quiet at": get("jit_quiet_s").map(seconds),
         "warm": [called(row) for row in ok.to_dict("records")],
-        "JIT compiling in window": get("jit_share").map(percent),
-        "JIT CPU in window": get("jit_cpu_share").map(percent), "GC in window": get("gc_share").map(percent),
+        "JIT compiling in window": get("jit_share").map(cores),
+        "JIT CPU in window": get("jit_cpu_share").map(cores), "GC in window": get("gc_share").map(percent),
     })
     shown.index = get("id")
     return shown

@@ -25,8 +25,14 @@ from ..errors import BenchlabError, ResultsError, UsageError
 __all__ = ["ParameterError", "setup", "parameters", "declared", "require_results", "enable_charts",
            "VEGALITE_MIMETYPE"]
 
-#: The mimetype under which the executed notebook keeps each chart's Vega-Lite spec.
-VEGALITE_MIMETYPE = "application/vnd.vegalite.v6+json"
+#: The mimetype under which a notebook keeps each chart's Vega-Lite spec: version 5, the one JupyterLab 4 and
+#: Notebook 7 draw with their own built-in renderer (its Vega-Lite is 5.6.1 in JupyterLab 4.6.6), so a chart is
+#: interactive there with no extension, no kernel and no network. Altair 6 writes Vega-Lite 6; benchlab's charts
+#: use nothing version 6 added (tests/test_charts.py checks every chart against the 5.6.1 schema).
+VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
+VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+#: The Vega-Lite that vl-convert draws the static SVG with: its newest 5, the version the spec says.
+VEGALITE_LIBRARY = "5.21"
 
 #: The first characters of the notebook's own parameters cell (papermill's injected one is "# Parameters\n").
 PARAMETERS_CELL = "# Parameters"
@@ -43,21 +49,42 @@ class ParameterError(UsageError):
 STATIC_PADDING = {"left": 5, "top": 5, "bottom": 5, "right": 40}
 
 
+#: How JupyterLab's renderer draws a chart (vega-embed's options, which it reads from the output's metadata): as SVG,
+#: sharp at any zoom and the same marks as the report's, with the export menu and no source editor (it would
+#: open the online editor).
+EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
+
+
+def as_v5(spec: dict) -> dict:
+    """Altair's spec as the Vega-Lite 5 spec it is: only its ``$schema`` says 6.
+
+    >>> as_v5({"$schema": "https://vega.github.io/schema/vega-lite/v6.4.1.json", "mark": "bar"})["$schema"]
+    'https://vega.github.io/schema/vega-lite/v5.json'
+    """
+    return {**spec, "$schema": VEGALITE_SCHEMA}
+
+
 def _chart_bundle(spec: dict, **options) -> tuple[dict, dict]:
+    """The spec under the Vega-Lite 5 mimetype, which JupyterLab, Notebook 7 and VS Code draw interactively, and
+    a static SVG for what runs no script (GitHub's viewer, nbconvert to PDF); a front end takes the first it can
+    draw."""
     import vl_convert
 
+    spec = as_v5(spec)
     bundle: dict[str, Any] = {VEGALITE_MIMETYPE: spec}
     try:
-        bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING})
+        bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING},
+                                                             vl_version=VEGALITE_LIBRARY)
     except Exception as exc:  # noqa: BLE001 - a chart vl-convert cannot draw still has its spec
         bundle["text/plain"] = f"(no static image: {exc})"
     title = spec.get("title", {})
     bundle.setdefault("text/plain", f"<chart: {title.get('text') if isinstance(title, dict) else title}>")
-    return bundle, {}
+    return bundle, {VEGALITE_MIMETYPE: {"embed_options": EMBED_OPTIONS}}
 
 
 def enable_charts() -> None:
-    """Show Altair charts as spec + static SVG: offline in JupyterLab, ready for :func:`benchlab.report.to_html`.
+    """Show Altair charts as a Vega-Lite 5 spec + static SVG: interactive and offline in JupyterLab, Notebook 7
+    and VS Code, a picture where no script runs, and ready for :func:`benchlab.report.to_html`.
 
     Example
     -------
@@ -213,6 +240,23 @@ def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
     return value
 
 
+def waits(source: str) -> bool:
+    """Whether a parameters cell's ``run`` is False by default: the notebook starts no load unless asked (explore.ipynb
+    waits for a press of its Run button), so ``run=False`` is its default and needs no stored runs.
+
+    >>> waits("run: bool = False  # True: press Run once"), waits("run: bool = True")
+    (True, False)
+    """
+    from papermill.translators import PythonTranslator
+
+    return any(p.name == "run" and p.default.strip() == "False" for p in PythonTranslator.inspect({"source": source}))
+
+
+def _stored_needed(run: Any, source: str) -> bool:
+    """``run=False`` re-renders the runs in ``results_dir``, except in a notebook that :func:`waits`."""
+    return run is False and not waits(source)
+
+
 def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored: bool = True) -> None:
     """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
     starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
@@ -231,7 +275,7 @@ def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored
                              f"{Path(notebook).name} takes {', '.join(schema)}")
     for name, value in given.items():
         _fitted(value, name, schema[name])
-    if given.get("run") is False and "results_dir" in schema:
+    if "results_dir" in schema and _stored_needed(given.get("run"), source):
         if stored:
             require_results(given.get("results_dir"))
         elif not given.get("results_dir"):
@@ -258,7 +302,8 @@ def setup(namespace: Mapping[str, Any]) -> dict:
     Returns the checked parameters (a list given as ``"a,b"`` is a list here), for ``globals().update``.
     """
     checked = parameters(namespace)
-    if not checked.get("run", True):
+    own = (_cells(namespace) or ("", ""))[0]
+    if _stored_needed(checked.get("run", True), own):
         try:
             require_results(checked.get("results_dir"))
         except ResultsError as exc:

@@ -13,10 +13,12 @@ draws every chart with vega-embed from its Vega-Lite spec, because:
   as one with one; the specs themselves are small;
 - vega-embed's own menu still exports any chart as SVG or PNG.
 
-The executed notebook itself carries each chart twice: the Vega-Lite spec (which the HTML renderer and
-any Vega-aware front end use) and a static SVG from vl-convert, so the .ipynb also shows its charts
-offline in JupyterLab, VS Code or a notebook viewer, without the Vega JavaScript. The renderer that
-does this is :func:`benchlab.present.notebook.enable_charts`, which every benchlab notebook's set-up calls.
+The executed notebook itself carries each chart twice: the Vega-Lite 5 spec, which JupyterLab, Notebook 7
+and VS Code draw interactively with their own renderer (this page draws it with the Vega-Lite 6 it inlines:
+benchlab's specs are valid in both), and
+a static SVG from vl-convert for viewers that run no script (GitHub's, nbconvert to PDF). The renderer that
+does this is :func:`benchlab.present.notebook.enable_charts`, which every benchlab notebook's set-up calls;
+docs/notebooks.md says why version 5.
 What runs inside the kernel is :mod:`benchlab.present.notebook`; this module runs outside it.
 """
 
@@ -27,6 +29,9 @@ import json
 import os
 import re
 from pathlib import Path
+
+#: The Vega-Lite of the page's own Vega (vl-convert's newest, 6): a spec's $schema names it.
+REPORT_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 # --- the page -----------------------------------------------------------------------------------------------
 
@@ -118,8 +123,11 @@ def _inline_charts(nb) -> int:
             if spec is None:
                 continue
             count += 1
-            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(
-                spec if isinstance(spec, dict) else json.loads(spec)))}
+            spec = spec if isinstance(spec, dict) else json.loads(spec)
+            # drawn by the Vega-Lite 6 this page inlines: benchlab's specs are valid in 5 and 6 (Altair writes 6),
+            # and vega-embed warns of a spec whose $schema names another major version than its own
+            spec = {**spec, "$schema": REPORT_SCHEMA}
+            output["data"] = {"text/html": _EMBED.format(id=f"benchlab-chart-{count}", spec=script_json(spec))}
     return count
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .formatting import ms as _ms  # one formatter for the terminal, the notebooks and the report
+from .numbers import ms as _ms  # one formatter for the terminal, the notebooks and the report
 
 # ESC sequences first (CSI such as cursor moves, OSC such as OSC 52's clipboard write, then any other ESC
 # pair), then what is left of C0 but newline and tab, DEL and C1 (of which 0x9b is a one-byte CSI).

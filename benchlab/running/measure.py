@@ -119,15 +119,17 @@ def measure(spec: RunSpec, run_dir: Path, *, run_id: str, repeat: int = 1, suite
 
 
 def fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite: str | None = None,
-         label: str | None = None, key: str | None = None, on_phase=None, instance=None) -> list[Run]:
+         label: str | None = None, key: str | None = None, on_phase=None, instance=None, on_slice=None,
+         echo=None) -> list[Run]:
     """One fork: start the server, verify and warm it once, then measure one window per ``(folder, run
     id)`` of ``windows``, back to back in the same process, each stored as its own :class:`Run` (its
     metrics, histogram and samples) as soon as it ends. The runs share a ``fork`` name; the first holds
-    the warm-up's curve. A server that dies in window k raises after windows 1..k-1 are stored."""
+    the warm-up's curve. A server that dies in window k raises after windows 1..k-1 are stored. ``on_slice`` is
+    called with each warm-up slice as it ends, ``echo`` with the line that says it waits for the cores."""
     pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
-    with locks.cores(pinned) as waited:
+    with locks.cores(pinned, echo=echo) as waited:
         one = Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=key, on_phase=on_phase,
-                   instance=instance, waited=waited)
+                   instance=instance, waited=waited, on_slice=on_slice)
         with one:
             one.open()
             return [one.window() for _ in windows]
@@ -140,10 +142,11 @@ class Fork:
     (:func:`fork`) or between other forks' windows (:mod:`benchlab.running.rounds`)."""
 
     def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
-                 key=None, on_phase=None, instance=None, waited: float = 0.0):
+                 key=None, on_phase=None, instance=None, waited: float = 0.0, on_slice=None):
         self.spec, self.windows = spec, [(Path(d), i) for d, i in windows]
         self.repeat, self.suite, self.label, self.key = repeat, suite, label, key
         self.phase = on_phase or (lambda name: None)
+        self.on_slice = on_slice  # each warm-up slice as it ends, e.g. for a live chart
         self.instance, self.owned, self.waited = instance, instance is None, waited
         self.records: list[Run] = []
         self.jvm = None
@@ -173,7 +176,7 @@ class Fork:
         self.phase("warmup")
         self.jvm = self.instance.counters() if hasattr(self.instance, "counters") else None  # None: not a JVM
         self.warm_began = time.monotonic()
-        self.warmed = _warm(spec, self.instance, self.runner, self.jvm, first_dir)
+        self.warmed = _warm(spec, self.instance, self.runner, self.jvm, first_dir, on_slice=self.on_slice)
         self.meta["jvm"] = ({"collectors": self.jvm.collectors, "policy": self.jvm.policy, "perfdata": self.jvm.path}
                             if self.jvm is not None else None)
         self.fork_s = time.monotonic() - began  # what the fork cost before it could measure
@@ -293,10 +296,10 @@ def _verified(spec: RunSpec, instance, driver) -> dict:
     return meta
 
 
-def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path) -> dict:
+def _warm(spec: RunSpec, instance, runner, jvm, workdir: Path, *, on_slice=None) -> dict:
     """Warm the server up once for the whole fork; a server that died meanwhile fails the run."""
     warmed = warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=workdir,
-                     runner=runner, perfdata=jvm)
+                     runner=runner, perfdata=jvm, on_slice=on_slice)
     if not instance.alive():
         raise ServerError(f"{spec.server.name} died during the warm-up")
     return warmed

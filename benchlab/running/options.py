@@ -244,7 +244,7 @@ OPTIONS: tuple[Option, ...] = (*_TARGET, *_declared(Comparison, "compare"),
                                *_declared(RunOptions, "both", shadowed=_COMPARED), *_STORAGE)
 
 #: Options of the Python functions that a command line cannot carry: a callback.
-PYTHON_ONLY = {"compare": ("on_run",), "run": ()}
+PYTHON_ONLY = {"compare": ("on_run", "on_progress", "on_slice"), "run": ()}
 
 
 def options(where: str) -> list[Option]:

@@ -1,9 +1,10 @@
-"""compare()'s progress: a tqdm bar (a widget in a notebook, a bar in a terminal) with benchlab's own ETA.
+"""compare()'s progress: one tqdm bar (a widget in a notebook, a bar in a terminal) with benchlab's own ETA.
 
 The ETA comes from the planned durations (warm-up plus measure of every run left) plus the
 start/verify/stop overhead observed so far (15 s a run is assumed until one has finished), not from
 tqdm's rate: runs differ in length, so the rate of the runs so far says little about the ones left.
-Where stderr is neither a terminal nor a notebook (a log file, CI) it writes one plain line per run.
+The description says the run and its phase (start, verify, warm-up, window n of m, stop). Where stderr is
+neither a terminal nor a notebook (a log file, CI) it writes one plain line per run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,25 @@ FIRST_GUESS_OVERHEAD = 15.0
 
 #: The bar without tqdm's own rate and remaining time: the description carries benchlab's line and ETA.
 BAR_FORMAT = "|{bar:20}| {desc}"
+#: In a notebook: the widget's bar, then the description. tqdm's notebook bar puts its widget only where a plain
+#: ``{bar}`` stands; ``{bar:20}`` would be drawn a second time, as text, inside the description.
+NOTEBOOK_FORMAT = "{bar} {desc}"
+
+#: How a fork's phases (:class:`benchlab.running.measure.Fork`) read in the bar.
+_PHASES = {"warmup": "warm-up", "measure": "window"}
+
+
+def said(phase: str) -> str:
+    """A fork's phase as the bar says it: ``"measure 2/3"`` is ``"window 2 of 3"``.
+
+    >>> said("warmup"), said("measure"), said("measure 2/3"), said("spring-jetty measure 1/2")
+    ('warm-up', 'window', 'window 2 of 3', 'spring-jetty window 1 of 2')
+    """
+    words = phase.split(" ")
+    if len(words) >= 2 and words[-2] == "measure" and "/" in words[-1]:
+        done, of = words[-1].split("/", 1)
+        return " ".join([*words[:-2], f"window {done} of {of}"])
+    return " ".join([*words[:-1], _PHASES.get(words[-1], words[-1])])
 
 
 def _in_notebook() -> bool:
@@ -27,10 +47,10 @@ def _in_notebook() -> bool:
         return False
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     """``3725`` -> ``'1h02m'``, ``65`` -> ``'1m05s'``, ``9`` -> ``'9s'``.
 
-    >>> _clock(65)
+    >>> clock(65)
     '1m05s'
     """
     seconds = max(0, int(round(seconds)))
@@ -42,26 +62,31 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Tracks ``planned`` seconds of load per run (a list, in run order).
 
+    ``listener``, if given, is called with this object whenever what it says changes (the panel of explore.ipynb
+    shows it in its status line); it is called whether or not a bar is shown.
+
     Example
     -------
     >>> bar = Progress([10.0, 10.0], enabled=False)
     >>> bar.start("spring-jetty r1"); bar.phase("measure"); bar.line()
-    '[1/2] spring-jetty r1 - measure - ETA 50s'
+    '[1/2] spring-jetty r1 - window - ETA 50s'
     """
 
-    def __init__(self, planned: list[float], *, enabled: bool = True):
+    def __init__(self, planned: list[float], *, enabled: bool = True, listener=None):
         self.planned = planned
         self.done = 0
         self.overheads: list[float] = []
         self.enabled = enabled
-        self._label = ""
-        self._phase = ""
+        self.listener = listener
+        self.label = ""  # the run (or round) under way
+        self.stage = ""  # its phase, as the bar says it
         self._run_began = time.monotonic()
         self._bar = None
         if enabled and (_in_notebook() or sys.stderr.isatty()):
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=len(planned), unit="run", file=sys.stderr, bar_format=BAR_FORMAT, leave=True)
+            form = NOTEBOOK_FORMAT if _in_notebook() else BAR_FORMAT
+            self._bar = tqdm(total=len(planned), unit="run", file=sys.stderr, bar_format=form, leave=True)
 
     def eta(self) -> float:
         left = self.planned[self.done:]
@@ -70,13 +95,22 @@ class Progress:
         return max(0.0, sum(left) + overhead * len(left) - running)
 
     def start(self, label: str) -> None:
-        self._label = label
-        self._phase = "start"
+        self.label = label
+        self.stage = "start"
         self._run_began = time.monotonic()
         self._show(new_run=True)
 
     def phase(self, name: str) -> None:
-        self._phase = name
+        self.stage = said(name)
+        self._show()
+
+    def waiting(self, line: str) -> None:
+        """Another benchlab holds the cores (:func:`benchlab.store.locks.cores` says so): in the bar's
+        description where there is a bar or a listener, else on stderr as the lock says it."""
+        if self._bar is None and self.listener is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        self.stage = line.removeprefix("benchlab: ")
         self._show()
 
     def finish(self, *, ran: bool = True, count: int = 1) -> None:
@@ -89,15 +123,25 @@ class Progress:
         self._run_began = time.monotonic()
         self._show()
 
+    def complete(self) -> None:
+        """Every run that was to run has: a comparison stopped early by its precision rule is a full bar,
+        not a red one (tqdm marks a bar closed short of its total as failed)."""
+        self.planned = self.planned[:self.done]
+        if self._bar is not None:
+            self._bar.total = self.done
+        self._show()
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
 
     def line(self) -> str:
-        return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self._label} - {self._phase}"
-                f" - ETA {_clock(self.eta())}")
+        return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self.label} - {self.stage}"
+                f" - ETA {clock(self.eta())}")
 
     def _show(self, new_run: bool = False) -> None:
+        if self.listener is not None:
+            self.listener(self)
         if not self.enabled:
             return
         if self._bar is not None:

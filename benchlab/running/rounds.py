@@ -51,26 +51,27 @@ def passes(forks: int, windows: int) -> list[list[int]]:
     return [list(range(forks)) if k % 2 == 0 else list(range(forks))[::-1] for k in range(windows)]
 
 
-def run(forks: list[Fork], *, deadline: float | None = None) -> list[Outcome]:
+def run(forks: list[Fork], *, deadline: float | None = None, echo=None) -> list[Outcome]:
     """Open every fork, resume the ones that waited, measure their windows in :func:`passes` order, close them.
 
     The round holds the cores of all its forks (:func:`benchlab.store.locks.cores`) from the first start to the
     last stop. Every fork is stopped however the round ends; a :data:`FAILURES` error ends only its own fork. No
-    pass starts after ``deadline`` (a monotonic time: a budget's end).
+    pass starts after ``deadline`` (a monotonic time: a budget's end). ``echo`` is called with the line that says
+    the round waits for its cores.
     """
-    with together(forks) as outcomes:
+    with together(forks, echo=echo) as outcomes:
         take(outcomes, deadline=deadline)
     return outcomes
 
 
 @contextmanager
-def together(forks: list[Fork]) -> Iterator[list[Outcome]]:
+def together(forks: list[Fork], *, echo=None) -> Iterator[list[Outcome]]:
     """The forks opened in turn and the ones that waited resumed, holding the round's cores; every fork is
     stopped when the block ends, however it ends."""
     pinned = sorted({c for f in forks if not f.spec.backend_options.get("docker_host")
                      for c in (*f.spec.server_cpus, *f.spec.load_cpus)})
     outcomes = [Outcome(f) for f in forks]
-    with locks.cores(pinned) as waited:
+    with locks.cores(pinned, echo=echo) as waited:
         try:
             for outcome in outcomes:
                 outcome.fork.waited = waited
@@ -113,8 +114,10 @@ def _step(outcome: Outcome, action) -> None:
 def _resume(fork: Fork) -> None:
     """Bring a fork that sat idle back to its run's load until its JIT is quiet again; said in its warm-up."""
     offset = time.monotonic() - fork.warm_began  # the resumed slices on the warm-up's own clock
+    shown = fork.on_slice
     again = resume(fork.instance.url, fork.spec.scenario, fork.spec.load, cpus=fork.spec.load_cpus,
-                   workdir=fork.windows[0][0], runner=fork.runner, perfdata=fork.jvm)
+                   workdir=fork.windows[0][0], runner=fork.runner, perfdata=fork.jvm,
+                   on_slice=None if shown is None else lambda row: shown({**row, "t": round(row["t"] + offset, 3)}))
     slices = [{**s, "t": round(s["t"] + offset, 3)} for s in again["slices"]]
     fork.warmed = {**fork.warmed, "resumed_s": again["seconds"], "slices": [*fork.warmed.get("slices", []), *slices]}
     fork.fork_s += again["seconds"]

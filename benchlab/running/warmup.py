@@ -263,7 +263,7 @@ RESUME_LIMIT = 60.0
 
 
 def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, perfdata=None,
-           limit: float = RESUME_LIMIT) -> dict:
+           limit: float = RESUME_LIMIT, on_slice=None) -> dict:
     """Bring a warmed server that sat idle back to its run's load: ``{"seconds", "quiet", "slices"}``.
 
     A fixed warm-up resumes for its own time, one slice at most (its threads come back; nothing is judged;
@@ -276,11 +276,11 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
     if first <= 0:
         return {"seconds": 0.0, "quiet": None, "slices": []}
     slices = [_slice(url, scenario, _warming_load(load, first), "resume", began=began, cpus=cpus, workdir=workdir,
-                     runner=runner, perfdata=perfdata)]
+                     runner=runner, perfdata=perfdata, on_slice=on_slice)]
     quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
     while quiet is False and time.monotonic() - began < limit:
         slices.append(_slice(url, scenario, _warming_load(load, SLICE), "resume", began=began, cpus=cpus,
-                             workdir=workdir, runner=runner, perfdata=perfdata))
+                             workdir=workdir, runner=runner, perfdata=perfdata, on_slice=on_slice))
         quiet = jit_quiet([origin, *slices], window=RESUME_WINDOW)
     return {"seconds": time.monotonic() - began, "quiet": quiet, "slices": slices}
 

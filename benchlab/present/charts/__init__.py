@@ -34,7 +34,7 @@ from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
 from .series import series
 from .spectrum import spectrum
-from .timeline import resources, warmup
+from .timeline import live, resources, warmup
 
 __all__ = [
     "throughput",
@@ -44,6 +44,7 @@ __all__ = [
     "resources",
     "series",
     "warmup",
+    "live",
     "published",
     "rate_sweep",
     "interaction",

@@ -24,6 +24,9 @@ HEIGHT = 220
 #: Pixels per character of a subtitle (11 px) in a wide font (DejaVu Sans): a subtitle wrapped at the chart's
 #: width with this fits in any browser, whatever font it draws the static SVG with.
 SUBTITLE_PX = 6.6
+#: The same for the title (13 px, bold): a chart of one narrow panel breaks its title in two lines rather than
+#: draw it past the image's edge.
+TITLE_PX = 8.4
 #: Room for the server legend: long names such as "spring-undertow" are never cut (Vega's default is 160 px).
 LEGEND_LABEL_LIMIT = 260
 #: What the legend usually adds to a chart's width, which the subtitle may use too.
@@ -85,10 +88,11 @@ def number(value) -> float | None:
 
 
 def setup(row: Mapping, columns: Iterable[str]) -> str:
-    """How the setup columns that vary are named beside the load: '3 s measured after 1 s warm-up'.
+    """How the setup columns that vary are named beside the load: '3 s measured after 1 s warm-up'; a label as it
+    is written (the panel's "press 2").
 
-    >>> setup({"duration": 3.0, "warmup": 1.0, "label": "a"}, ["duration", "warmup", "label"])
-    '3 s measured after 1 s warm-up, label a'
+    >>> setup({"duration": 3.0, "warmup": 1.0, "label": "press 2"}, ["duration", "warmup", "label"])
+    '3 s measured after 1 s warm-up, press 2'
     """
     parts = []
     columns = list(columns)
@@ -99,7 +103,8 @@ def setup(row: Mapping, columns: Iterable[str]) -> str:
         warmup = row.get("warmup")
         text = f"{number(warmup):g} s warm-up" if number(warmup) is not None else f"warm-up {key(warmup)}"
         parts[-1:] = [f"{parts[-1]} after {text}"] if parts else [text]
-    parts += [f"{c.replace('_', ' ')} {key(row.get(c))}" for c in columns if c not in ("duration", "warmup")]
+    parts += [str(key(row.get(c))) if c == "label" else f"{c.replace('_', ' ')} {key(row.get(c))}"
+              for c in columns if c not in ("duration", "warmup")]
     return ", ".join(parts)
 
 
@@ -247,12 +252,15 @@ def describe(frame: pd.DataFrame, *, machine: str | None = None) -> str:
 
 def title(text: str, frame: pd.DataFrame, note: str | None, *, width: float = WIDTH) -> alt.TitleParams:
     """The title, with the subtitle (``note``, by default :func:`describe`) wrapped at ``width`` pixels:
-    the width the chart's panels take, so no line reaches past the chart's right edge."""
+    the width the chart's panels take, so no line reaches past the chart's right edge; a title too long for that
+    width is a list of lines."""
     import altair as alt
 
     subtitle = note if note is not None else describe(frame)
     chars = max(40, int((width + LEGEND_PX) / SUBTITLE_PX))  # the legend beside the panels widens the image
-    return alt.TitleParams(text=text, subtitle=wrap(subtitle, chars), anchor="start")
+    heading = max(30, int((width + LEGEND_PX) / TITLE_PX))
+    return alt.TitleParams(text=text if len(text) <= heading else wrap(text, heading), subtitle=wrap(subtitle, chars),
+                           anchor="start")
 
 
 def wrap(text: str, width: int = 100) -> list[str]:
@@ -267,10 +275,37 @@ def wrap(text: str, width: int = 100) -> list[str]:
 
 
 def server_color(servers: list[str]) -> alt.Color:
+    """A colour per server; the legend's symbols drawn solid, whatever the opacity of the marks they stand for."""
     import altair as alt
 
     return alt.Color("server:N", title="server", scale=alt.Scale(domain=sorted(servers)),
-                     legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT))
+                     legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT, symbolOpacity=1))
+
+
+def facets(frame: pd.DataFrame, order: list[str], column: str = "load_point") -> dict:
+    """The facet encodings of a chart of cells: a column per load point (``column``), and a row per scenario only
+    where there are several; a lone scenario is named once, above the columns, not as a facet of one value.
+
+    >>> import pandas as pd
+    >>> sorted(facets(pd.DataFrame({"scenario": ["hello"]}), ["8 connections"]))
+    ['column']
+    """
+    import altair as alt
+
+    scenarios = values(frame, "scenario")
+    if len(scenarios) == 1:
+        return {"column": alt.Column(f"{column}:N", title=f"scenario {scenarios[0]}", sort=order)}
+    return {"row": alt.Row("scenario:N", title="scenario"), "column": alt.Column(f"{column}:N", title=None,
+                                                                                  sort=order)}
+
+
+def tick_labels(ticks: Mapping[float, str]) -> str:
+    """A Vega label expression that names each tick position (exactly, as JSON writes the number) and no other.
+
+    >>> tick_labels({2.0: "50", 99999.999999: "max"})
+    "datum.value == 2.0 ? '50' : datum.value == 99999.999999 ? 'max' : ''"
+    """
+    return " : ".join(f"datum.value == {where!r} ? '{text}'" for where, text in ticks.items()) + " : ''"
 
 
 def long(frame: pd.DataFrame, keys: list[str], values: Mapping[str, pd.Series], name: str) -> pd.DataFrame:

@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING
 from ...analysis.cells import forks as cell_forks
 from ...errors import ResultsError
 from ...schema import PERCENTILE_COLUMNS
+from ..numbers import rate
 from .frames import (
     HEIGHT,
     NINES_TICKS,
     WIDTH,
+    facets,
     finished,
     interval,
     long,
     nines,
     number,
     server_color,
+    tick_labels,
     title,
     values,
     with_cells,
@@ -67,8 +70,7 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
         width=WIDTH, height=HEIGHT)
     return layered.facet(
-        row=alt.Row("scenario:N", title="scenario"),
-        column=alt.Column("load_point:N", title=None, sort=order),
+        **facets(frame, order),
         title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
                     width=len(order) * (WIDTH + 20) + 60),
     )
@@ -79,8 +81,10 @@ def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]
     cells = []
     for (scenario, point, server), group in frame.groupby(keys, sort=True):
         mean, low, high, n = interval(group, metric)
+        known = number(low) is not None and number(high) is not None
         cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
-                      "value": mean, "ci_low": low, "ci_high": high, "n": n})
+                      "value": mean, "ci_low": low, "ci_high": high, "n": n,
+                      "ci": f"{rate(low)} to {rate(high)}" if known else f"none: {n} repeat{'s' if n != 1 else ''}"})
     return cells
 
 
@@ -98,9 +102,7 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
         y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
-                 alt.Tooltip("ci_low:Q", title="95% CI low", format=",.0f"),
-                 alt.Tooltip("ci_high:Q", title="95% CI high", format=",.0f"),
-                 alt.Tooltip("n:Q", title="repeats")],
+                 alt.Tooltip("ci:N", title="95% CI"), alt.Tooltip("n:Q", title="repeats")],
     )
     bars_ci = base.transform_filter("datum.kind === 'cell' && isValid(datum.ci_low)").mark_errorbar(
         ticks=True, thickness=2, clip=True).encode(
@@ -146,7 +148,7 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
     if table.empty:
         raise ResultsError("no latency percentiles in these runs (the load tool reported none): "
                            "chart throughput instead")
-    label = " : ".join(f"datum.value == {nines(p):g} ? '{text}'" for p, text in NINES_TICKS.items()) + " : ''"
+    label = tick_labels({nines(p): text for p, text in NINES_TICKS.items()})
     x = alt.X("nines:Q", title="percentile",
               scale=alt.Scale(type="log", domain=[nines(50.0), nines(99.99)]),
               axis=alt.Axis(values=[nines(p) for p in NINES_TICKS], labelExpr=label, grid=True))
@@ -164,8 +166,7 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
                  alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run")],
     )
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
-        row=alt.Row("scenario:N", title="scenario"),
-        column=alt.Column("load_point:N", title=None, sort=order),
+        **facets(frame, order),
         title=title("Latency by percentile (ms), nines scale", frame, note, width=len(order) * (WIDTH + 80) + 60),
     )
 
@@ -214,8 +215,7 @@ def sweep(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
                  alt.Tooltip("id:N", title="run")],
     )
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
-        row=alt.Row("scenario:N", title="scenario"),
-        column=alt.Column("panel:N", title=None, sort=["throughput (requests/s)", "p99 latency (ms)"]),
+        **facets(frame, ["throughput (requests/s)", "p99 latency (ms)"], column="panel"),
         title=title("Concurrency sweep: throughput (requests/s) and p99 (ms) against connections", frame, note,
                     width=2 * (WIDTH + 80) + 60),
     ).resolve_scale(y="independent")

@@ -6,14 +6,29 @@ from typing import TYPE_CHECKING
 
 from ...errors import ResultsError
 from ...schema import PERCENTILE_COLUMNS
-from .frames import HEIGHT, WIDTH, finished, load_order, load_point, long, nines, server_color, title, values
+from .frames import (
+    HEIGHT,
+    WIDTH,
+    facets,
+    finished,
+    load_order,
+    load_point,
+    long,
+    nines,
+    server_color,
+    tick_labels,
+    title,
+    values,
+)
 
 if TYPE_CHECKING:
     import altair as alt
     import pandas as pd
 
-#: The ticks of the spectrum's x axis; the maximum is drawn one nine beyond 99.99.
-TICKS = {0.0: "0", 90.0: "90", 99.0: "99", 99.9: "99.9", 99.99: "99.99", 100.0: "max"}
+#: The ticks of the spectrum's x axis, the slowest request drawn one nine beyond 99.99 at its right end. The fastest
+#: (percentile 0, where a run's faint line starts) is the axis's left end, unlabelled: a label there would sit on
+#: the median's.
+TICKS = {50.0: "50", 90.0: "90", 99.0: "99", 99.9: "99.9", 99.99: "99.99", 100.0: "max"}
 MAX_AT = nines(99.999)
 
 
@@ -61,7 +76,7 @@ def spectrum(latency: pd.DataFrame, runs: pd.DataFrame | None = None, *, note: s
     table = table[table["latency_ms"] > 0]  # a log axis has no 0 (JMeter's 0 ms medians)
     table = table.assign(nines=table["percentile"].map(_where))
     order = [p for _, p in sorted({(load_order(r), load_point(r)) for r in latency.to_dict("records")})]
-    label = " : ".join(f"datum.value == {_where(p):g} ? '{text}'" for p, text in TICKS.items()) + " : ''"
+    label = tick_labels({_where(p): text for p, text in TICKS.items()})
     x = alt.X("nines:Q", title="percentile",
               scale=alt.Scale(type="log", domain=[1, MAX_AT]),
               axis=alt.Axis(values=[_where(p) for p in TICKS], labelExpr=label, grid=True))
@@ -85,8 +100,7 @@ def spectrum(latency: pd.DataFrame, runs: pd.DataFrame | None = None, *, note: s
     layered = alt.layer(*((run_lines,) if runs is not None else ()), *((band,) if with_band else ()), lines,
                         data=table).properties(width=WIDTH + 60, height=HEIGHT)
     return layered.facet(
-        row=alt.Row("scenario:N", title="scenario"),
-        column=alt.Column("load_point:N", title=None, sort=order),
+        **facets(table, order),
         title=title("Latency spectrum (ms), repeats merged, nines scale", runs if runs is not None else latency,
                     note),
     )

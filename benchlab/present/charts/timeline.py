@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ...errors import ResultsError
-from .frames import MIB, WIDTH, server_color, title, values, with_cells
+from .frames import LEGEND_LABEL_LIMIT, MIB, WIDTH, server_color, title, values, with_cells, wrap
 
 if TYPE_CHECKING:
     import altair as alt
@@ -119,3 +119,41 @@ def warmup(curves: pd.DataFrame, *, runs: pd.DataFrame | None = None, note: str 
     frame_for_note = runs if runs is not None else table.iloc[0:0]
     return alt.vconcat(*panels, title=title("Warm-up: requests/s, JIT compile time and p99 (ms) per slice until warm",
                                             frame_for_note, note, width=WIDTH * 2 + 60))
+
+
+def live(rows: pd.DataFrame) -> alt.VConcatChart:
+    """What a run under way has done so far: requests/s per slice, and the JIT's compile time where the server
+    has JVM counters, against the seconds since its warm-up began, a line per run.
+
+    ``rows`` has a row per slice: ``run`` (its label), ``t``, ``phase`` ("prime", "load", "resume"), ``rps``,
+    and ``compile_s`` when known: the rows :func:`benchlab.running.warmup.warm_up` hands its ``on_slice``.
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> chart = live(pd.DataFrame([{"run": "spring-jetty r1", "t": 5.0, "phase": "load", "rps": 900.0}]))
+    >>> chart.to_dict()["vconcat"][0]["mark"]["type"]
+    'line'
+    """
+    import altair as alt
+
+    table = rows.copy()
+    for column in ("phase", "compile_s", "connections"):
+        if column not in table:
+            table[column] = None
+    tooltip = [alt.Tooltip("run:N"), alt.Tooltip("phase:N"), alt.Tooltip("t:Q", title="time (s)", format=".0f"),
+               alt.Tooltip("rps:Q", title="requests/s", format=",.0f"), alt.Tooltip("connections:Q"),
+               alt.Tooltip("compile_s:Q", title="JIT compile time so far (s)", format=",.1f")]
+    base = alt.Chart(table).encode(x=alt.X("t:Q", title="time since the warm-up began (s)"),
+                                   color=alt.Color("run:N", title="run", legend=alt.Legend(
+                                       orient="bottom", labelLimit=LEGEND_LABEL_LIMIT, symbolOpacity=1)),
+                                   tooltip=tooltip)
+    panels = [base.mark_line(point=True).encode(y=alt.Y("rps:Q", title="requests/s in the slice")).properties(
+        width=WIDTH * 2, height=150)]
+    if table["compile_s"].notna().any():
+        panels.append(base.transform_filter("isValid(datum.compile_s)").mark_line(point=True).encode(
+            y=alt.Y("compile_s:Q", title="JIT compile time so far (s)")).properties(width=WIDTH * 2, height=110))
+    runs = ", ".join(values(table, "run"))
+    return alt.vconcat(*panels, title=alt.TitleParams(
+        "Warming now: each slice as it ends (the final charts replace this when the run ends)",
+        subtitle=wrap(runs, 90), anchor="start"))
