@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from .analysis.budget import Budget
 from .analysis.precision import Rule
-from .errors import BenchlabError, LoadError, ResultsError, ServerError, UsageError, VerifyError
+from .errors import BenchlabError, ResultsError, UsageError
 from .running import servers
+from .running.fork import FAILURES
 from .running.matrix import budget_seconds, check_design, load_tag, matrix, run_name, suite_id
-from .running.measure import failed, fork, measure, new_run_id, now
+from .running.measure import measure, new_run_id
 from .running.options import DEFAULT_SERVERS, Comparison, RunOptions, keywords
 from .running.pool import Pool
 from .running.spec import RunSpec, check_tools, prepare
@@ -240,28 +240,40 @@ def _rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec
 
 
 def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
-    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs. No
-    fork starts after the ``deadline`` (a budget's)."""
+    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs (a
+    fork that failed: the windows it finished, then its next window recorded as failed). No fork starts after
+    the ``deadline`` (a budget's)."""
+    from .running.fork import Fork, whole
+
     for spec, windows in planned:
         if deadline is not None and time.monotonic() >= deadline:
             return
         done = _stored(windows)
         if done is not None:
             bar.finish(ran=False)
+            yield done
+            continue
+        name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
+        bar.start(name)
+        try:
+            shared = pool.instance(spec)
+        except FAILURES as exc:  # the shared server would not start: this fork fails, the others go on
+            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label)
+            one.error = exc
         else:
-            name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
-            bar.start(name)
-            done = _fork(spec, windows, repeat=repeat, suite=suite, label=label, pool=pool, on_phase=bar.phase,
-                         on_slice=_labelled(on_slice, name), echo=bar.waiting)
-            bar.finish()
-        yield done
+            one = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=bar.phase,
+                             on_slice=_labelled(on_slice, name), instance=shared), echo=bar.waiting)
+        if one.error is not None:
+            pool.drop(spec)  # a server that failed is not reused
+        bar.finish()
+        yield one.stored()
 
 
 def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
     """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
     (:func:`benchlab.running.rounds.run`); a fork that failed keeps its windows and records the next as failed."""
     from .running import rounds
-    from .running.measure import Fork
+    from .running.fork import Fork
 
     todo = []
     for spec, windows in planned:
@@ -270,22 +282,17 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
             bar.finish(ran=False)
             yield done
         else:
-            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(),
-                             on_slice=_labelled(on_slice, f"{spec.server.name} {spec.scenario.name} "
-                                                          f"{load_tag(spec)} r{repeat}")))
+            name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
+            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label,
+                             on_phase=lambda step, server=spec.server.name: bar.phase(f"{server} {step}"),
+                             on_slice=_labelled(on_slice, name)))
     if not todo:
         return
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
-    for one in todo:
-        one.phase = lambda name, server=one.spec.server.name: bar.phase(f"{server} {name}")
-    outcomes = rounds.run(todo, deadline=deadline, echo=bar.waiting)
-    bar.finish(count=len(outcomes))
-    for outcome in outcomes:
-        if outcome.error is None:
-            yield outcome.records
-        else:
-            yield _failed_fork(outcome.fork.spec, outcome.fork.windows, outcome.error, repeat=repeat, suite=suite,
-                               label=label, started_at=outcome.fork.started_at)
+    forks = rounds.run(todo, deadline=deadline, echo=bar.waiting)
+    bar.finish(count=len(forks))
+    for one in forks:
+        yield one.stored()
 
 
 def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
@@ -294,7 +301,9 @@ def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
     previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
     finished = [p for p in previous if p is not None]
     if len(finished) == len(previous):
-        return finished
+        aside = [_finished(folder / "run.json", status="retaken")
+                 for run_dir, _ in windows for folder in _aside(run_dir)]
+        return [*finished, *(r for r in aside if r is not None)]
     for run_dir, _ in windows:
         for folder in (run_dir, *_aside(run_dir)):
             if folder.exists():
@@ -307,31 +316,6 @@ def _aside(run_dir: Path) -> list[Path]:
     return sorted(run_dir.parent.glob(f"{run_dir.name}-retaken*")) if run_dir.parent.exists() else []
 
 
-def _fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int, suite: str, label, pool: Pool,
-          on_phase, on_slice=None, echo=None) -> list[Run]:
-    """Measure one fork. A fork that fails keeps the windows it finished, and its next window is recorded
-    as failed, named in the flags, so the comparison goes on without counting it."""
-    started_at = now()
-    try:
-        return fork(spec, windows, repeat=repeat, suite=suite, label=label, key=spec.cell_key(), on_phase=on_phase,
-                    instance=pool.instance(spec), on_slice=on_slice, echo=echo)
-    except (ServerError, VerifyError, LoadError) as exc:
-        pool.drop(spec.server.name)  # a server that failed is not reused
-        return _failed_fork(spec, windows, exc, repeat=repeat, suite=suite, label=label, started_at=started_at)
-
-
-def _failed_fork(spec: RunSpec, windows: list[tuple[Path, str]], exc: BaseException, *, repeat: int, suite: str,
-                 label, started_at: str) -> list[Run]:
-    """The runs of a fork that failed: the windows it finished, then its next window recorded as failed."""
-    kept = [r for r in (_finished(run_dir / "run.json") for run_dir, _ in windows) if r is not None]
-    run_dir, run_id = windows[len(kept)]
-    run_dir.mkdir(parents=True, exist_ok=True)
-    broken = failed(spec, run_dir, run_id=run_id, repeat=repeat, suite=suite, iteration=len(kept) + 1,
-                    key=spec.cell_key(), error=exc, started_at=started_at, label=label)
-    print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
-    return [*kept, broken]
-
-
 def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
     """The (folder, run id) of each window of the fork ``name``: the name itself for a single window, as
     before forks had iterations, else ``name-i1`` .. ``name-im``."""
@@ -339,8 +323,9 @@ def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
     return [(under(base, run_id), run_id) for run_id in ids]
 
 
-def _finished(done: Path) -> Run | None:
-    """The finished run stored at ``done``, or None: not there, failed, or damaged (all three run again)."""
+def _finished(done: Path, status: str = "ok") -> Run | None:
+    """The finished run stored at ``done`` (a retaken one, with ``status="retaken"``), or None: not there, failed, or
+    damaged (all three run again)."""
     from .store.results import read
 
     if not done.exists():
@@ -349,7 +334,7 @@ def _finished(done: Path) -> Run | None:
         previous = read(done)
     except ResultsError:
         return None
-    return previous if previous.status == "ok" else None
+    return previous if previous.status == status else None
 
 
 def _server_name(name) -> str:

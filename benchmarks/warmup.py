@@ -49,7 +49,7 @@ from pathlib import Path
 from figures import line, ratio_interval
 
 from benchlab.running import rounds, warmup
-from benchlab.running.measure import Fork
+from benchlab.running.fork import Fork
 from benchlab.running.options import RunOptions
 from benchlab.running.spec import prepare
 
@@ -100,19 +100,18 @@ def one_round(server_list: list[str], args, base: Path, r: int) -> list[dict]:
                                                                    duration=args.duration, warmup="auto", **given))
         name = f"{server}-{arm}-r{r}"
         forks.append(Fork(spec, _windows(base / name, name, measured), repeat=r + 1))
-    with rounds.together(forks) as outcomes:
-        rounds.take(outcomes, args.windows)
-        aged = {} if args.shortcut else _age([o.fork for o in outcomes if o.error is None], args.long)
-        rounds.take(outcomes)
-        return [_summary(server, arm, outcome, args, aged.get(id(outcome.fork), []), r)
-                for (server, arm, _), outcome in zip(plan, outcomes)]
+    with rounds.together(forks):
+        rounds.take(forks, args.windows)
+        aged = {} if args.shortcut else _age([f for f in forks if f.error is None], args.long)
+        rounds.take(forks)
+        return [_summary(server, arm, fork, args, aged.get(id(fork), []), r)
+                for (server, arm, _), fork in zip(plan, forks)]
 
 
-def _summary(server: str, arm: str, outcome, args, aged: list[dict], r: int) -> dict:
-    fork = outcome.fork
-    if outcome.error is not None:
-        return {"server": server, "arm": arm, "round": r, "error": str(outcome.error).splitlines()[0]}
-    warmed, records = fork.warmed, outcome.records
+def _summary(server: str, arm: str, fork, args, aged: list[dict], r: int) -> dict:
+    if fork.error is not None:
+        return {"server": server, "arm": arm, "round": r, "error": str(fork.error).splitlines()[0]}
+    warmed, records = fork.warmed, fork.records
     auto = [r.metrics["rps"] for r in records[:args.windows]]
     long = [r.metrics["rps"] for r in records[args.windows:]]
     curve = [*warmed.get("slices", []), *aged]

@@ -29,13 +29,18 @@ def test_three_servers_two_repeats(jars, tmp_path, no_jvm_left):
     assert [s for s, _ in order] == SERVERS * 2 and [r for _, r in order] == [1, 1, 1, 2, 2, 2]
     assert set(runs["server_impl"]) == {"tomcat", "jetty", "undertow"}
     summary = suite.summary(["rps", "p99"])
-    assert len(summary) == 6 and (summary["n"] == 2).all()
-    assert summary.loc[summary.server == "spring-tomcat", "ratio"].tolist() == [1.0, 1.0]
+    assert len(summary) == 6
+    # a 1 s warm-up leaves the JIT compiling in most windows: the one rule leaves those out, and a side left with no
+    # clean fork is shown but not judged (no ratio); a judged side counts its clean forks
+    judged = summary[summary["judged"]]
+    assert (judged["n"] + judged["left_out"] == 2).all() and (summary.loc[~summary["judged"], "n"] == 2).all()
+    base = summary[(summary.server == "spring-tomcat") & summary["judged"]]
+    assert base["ratio"].tolist() == [1.0] * len(base)
     verdicts = suite.verdicts()
     assert len(verdicts) == 2 and verdicts["verdict"].str.contains(" vs spring-tomcat: ").all()
     table = suite.table("rps")
     assert list(table.index) == SERVERS and list(table.columns[:3]) == ["fork 1", "fork 2", "mean"]
-    assert set(suite.samples["role"]) == {"server", "load"}
+    assert set(suite.samples["role"]) == {"server", "load", "benchlab"}  # benchlab: its own process
     assert len(list(tmp_path.glob("*/run.json"))) == 6
     again = benchlab.load(tmp_path)
     assert sorted(again.runs["id"]) == sorted(runs["id"])

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from benchlab.errors import ServerError, UsageError
-from benchlab.running import measure, metadata, servers
+from benchlab.running import metadata, servers, verify
 from benchlab.running.backends import base
 
 
@@ -75,7 +75,7 @@ def test_a_redirect_is_an_answer_and_is_not_followed(serve):
     redirecting = serve(lambda h: (302, {"Location": elsewhere.url + "/info"}, b""))
     assert base.wait_ready(redirecting.url + "/info", timeout=5, alive=lambda: True) >= 0
     spring = servers.get("spring-jetty")
-    info = measure._server_info(redirecting.url, spring)
+    info = verify._server_info(redirecting.url, spring)
     assert info == {"note": "GET /info answered status 302, not a JSON object: nothing read from it"}
     assert elsewhere.hits == 0
 
@@ -85,7 +85,7 @@ def test_an_info_larger_than_the_limit_is_not_read(serve, monkeypatch):
     big = serve(lambda h: (200, {}, json.dumps({"x": "y" * 5000}).encode()))
     with pytest.raises(base.TooLarge):
         base.http_get(big.url, "/info", timeout=5, limit=1000)
-    info = measure._server_info(big.url, servers.get("spring-jetty"))
+    info = verify._server_info(big.url, servers.get("spring-jetty"))
     assert info["server_version"] is None and "more than" in info["note"]
     assert base.wait_ready(big.url, timeout=5, alive=lambda: True) >= 0, "a long answer is still an answer"
 
@@ -93,7 +93,7 @@ def test_an_info_larger_than_the_limit_is_not_read(serve, monkeypatch):
 @pytest.mark.parametrize("body, kind", [(b"[1, 2]", "list"), (b'"tomcat"', "str"), (b"null", "NoneType")])
 def test_an_info_that_is_not_an_object_is_a_note_not_an_error(serve, body, kind):
     odd = serve(lambda h: (200, {"Content-Type": "application/json"}, body))
-    info = measure._server_info(odd.url, servers.get("spring-tomcat"))
+    info = verify._server_info(odd.url, servers.get("spring-tomcat"))
     assert info == {"note": f"GET /info answered a JSON {kind}, not a JSON object: nothing read from it"}
     assert metadata.collect_accept_queue(info) == {}
     assert metadata.collect_accept_queue([1, 2]) == {}

@@ -14,7 +14,7 @@ import pytest
 import benchlab
 from benchlab.errors import ServerError, ToolMissing
 from benchlab.running import natives, servers
-from benchlab.running.measure import verify
+from benchlab.running.verify import verify
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not shutil.which("nginx"), reason="nginx is not installed: .ci/run installs it")]

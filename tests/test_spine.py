@@ -159,7 +159,7 @@ def test_cli_run_prints_a_summary_and_bad_input_exits_2(jars, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "requests/s" in done.stdout and "p99" in done.stdout and "startup" in done.stdout
-    for argv, message in ((["--server", "nginx"], "unknown server"), (["--duration", "30x"], "bad duration"),
+    for argv, message in ((["--server", "lighttpd"], "unknown server"), (["--duration", "30x"], "bad duration"),
                           (["--connections", "2", "--threads", "4"], "connections (2) must be at least threads")):
         bad = subprocess.run([sys.executable, "-m", "benchlab", "run", *argv], capture_output=True, text=True,
                              timeout=60)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import benchlab
-from benchlab.running import backends, measure, servers
+from benchlab.running import backends, servers, verify
 from benchlab.running.backends.local import LocalBackend
 from benchlab.running.servers import SCENARIOS
 
@@ -49,7 +49,7 @@ def test_webflux_is_a_builtin_but_not_a_default():
 
 @pytest.mark.parametrize("scenario", [*SCENARIOS, "sleep:50"])
 def test_every_scenario_passes_its_check(webflux, scenario):
-    status, _headers, _body = measure.verify(webflux.url, servers.scenario(scenario))
+    status, _headers, _body = verify.verify(webflux.url, servers.scenario(scenario))
     assert status == 200
 
 
@@ -58,8 +58,8 @@ def test_the_bodies_are_the_servlet_servers_bodies(webflux, tmp_path):
     try:
         for name in [*SCENARIOS, "sleep:30"]:
             scenario = servers.scenario(name)
-            ours = measure.verify(webflux.url, scenario)
-            theirs = measure.verify(tomcat.url, scenario)
+            ours = verify.verify(webflux.url, scenario)
+            theirs = verify.verify(tomcat.url, scenario)
             assert ours[2] == theirs[2], f"{name}: {ours[2][:80]!r} != {theirs[2][:80]!r}"
             assert ours[1]["Content-Type"].lower() == theirs[1]["Content-Type"].lower(), name
     finally:

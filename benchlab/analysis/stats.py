@@ -213,6 +213,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     keys, groups = cells.group(cells.forks(cells.ok(runs)))  # every side, the ones left without a clean fork too
     clean_forks = _by_cell(cells.forks(windows))
     clean_windows = _by_cell(windows)
+    raw_all = _by_cell(cells.ok(runs))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         kept = clean_forks.get(cell, group.iloc[0:0])
@@ -222,7 +223,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
             mine = ",".join(sorted(cell_flags.get((cell, server), ())))
             server_runs = kept[kept["server"] == server]
             judged = len(server_runs) > 0
-            own = measured[measured["server"] == server]
+            own = measured[measured["server"] == server] if judged else raw_all[cell][raw_all[cell]["server"] == server]
             lost = left.get((cell, server), {}).get("left", 0)
             for metric in metrics:
                 row = {c: cells.restore(v) for c, v in zip(keys, cell)}

@@ -153,16 +153,28 @@ class Suite:
 
         summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
                                 baseline=baseline or self.baseline, alpha=alpha)
-        summary = tails.into_summary(summary, self.histograms, self.runs, baseline or self.baseline, alpha=alpha)
-        summary = ceiling.into_summary(summary, self.runs, alpha=alpha)
+        summary = tails.into_summary(summary, self._fit_histograms(), self.runs, baseline or self.baseline, alpha=alpha)
+        summary = ceiling.into_summary(summary, self._fit_runs(), alpha=alpha)
         return custom.into_summary(summary, custom.attached(self.records))
+
+    def _fit_runs(self):
+        """The runs the one rule lets into a statistic (:func:`benchlab.analysis.validity.fit`)."""
+        from .validity import fit
+
+        return self.runs[fit(self.runs)]
+
+    def _fit_histograms(self) -> tuple:
+        """Each run's histogram where the one rule lets the run into a statistic, else None (left out)."""
+        from .validity import fit
+
+        return tuple(h if keep else None for h, keep in zip(self.histograms, fit(self.runs)))
 
     def ceiling(self, *, alpha: float = 0.05):
         """Each server's requests/s as a share of the fastest reference server's in its cell, with its interval
         and a sentence; empty without a reference (nginx, go-nethttp). See :func:`benchlab.analysis.ceiling.shares`."""
         from . import ceiling
 
-        return ceiling.shares(self.runs, alpha=alpha)
+        return ceiling.shares(self._fit_runs(), alpha=alpha)
 
     def latency(self, percentiles=SPECTRUM, *, alpha: float = 0.05):
         """Each cell's merged latency percentiles with run bootstrap intervals.
@@ -171,7 +183,7 @@ class Suite:
         """
         from . import tails
 
-        return tails.latency(self.histograms, self.runs, percentiles=percentiles, alpha=alpha)
+        return tails.latency(self._fit_histograms(), self.runs, percentiles=percentiles, alpha=alpha)
 
     def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
                  pairs: str = "baseline"):

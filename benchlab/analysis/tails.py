@@ -217,7 +217,7 @@ def into_summary(summary: pd.DataFrame, histograms, runs: pd.DataFrame, baseline
         update = {"mean": mine["merged"][k], "ci_method": "merged, " + (mine["method"] if mine["draws"] is not None
                                                                      else "none")}
         update["ci_low"], update["ci_high"] = _bounds(mine["draws"], k, alpha)
-        if base is not None and base["merged"][k] > 0:
+        if base is not None and base["merged"][k] > 0 and row.get("judged") is not False:
             update["ratio"] = mine["merged"][k] / base["merged"][k]
             both = None if mine["draws"] is None or base["draws"] is None else (
                 mine["draws"][:, k] / base["draws"][:, k])[:, None]

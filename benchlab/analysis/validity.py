@@ -60,6 +60,19 @@ def reasons(runs: pd.DataFrame, *, exempt=()) -> list[list[str]]:
     return out
 
 
+def fit(runs: pd.DataFrame) -> np.ndarray:
+    """Whether each run of the frame may enter a statistic: finished (not failed, not retaken) and without an
+    :data:`INVALID` flag; what :func:`usable` keeps, as a mask over the whole frame.
+
+    >>> fit(pd.DataFrame({"status": ["ok", "retaken", "ok"], "load_cpu_mean": [40.0, 40.0, 99.0],
+    ...                   "threads": 1, "load_cores": 1})).tolist()
+    [True, False, False]
+    """
+    finished = (runs["status"] == "ok").to_numpy() if "status" in runs else np.ones(len(runs), dtype=bool)
+    flagged = np.array([bool(r) for r in reasons(runs)], dtype=bool) if len(runs) else np.zeros(0, dtype=bool)
+    return finished & ~flagged
+
+
 def usable(runs: pd.DataFrame, *, exempt=()) -> tuple[pd.DataFrame, dict]:
     """``(clean, left)``: the finished windows that carry no :data:`INVALID` flag, and for each (cell, server)
     that lost some (the cell a tuple as :func:`cells.group` names it), ``{"server", "windows", "left", "forks",

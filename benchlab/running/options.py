@@ -195,7 +195,7 @@ def _known(cls, given: dict, what: str) -> dict:
 
 
 #: The types a parameters cell gives an option whose field is typed ``Any``, by how the command line reads it.
-_LOOSE = {"text": "Union[str, int, list, None]", "texts": "Union[str, list, None]", "ints": "Union[int, list, None]",
+_LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
           "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
 #: The closed sets are text in a notebook.
 _WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str", "Any": "Any"}
@@ -279,7 +279,7 @@ def parameters_cell(where: str = "compare", skip=("progress",)) -> list[str]:
     >>> print("\\n".join(parameters_cell()[:3]))
     # the servers to compare, comma separated; the first is the baseline; nginx and go-nethttp beside Spring servers
     # show the machine's ceiling
-    servers: Union[str, list, None] = ['spring-tomcat', 'spring-jetty', 'spring-undertow']
+    servers: Optional[list] = ['spring-tomcat', 'spring-jetty', 'spring-undertow']
     """
     import textwrap
 

@@ -20,7 +20,7 @@ BAR_FORMAT = "|{bar:20}| {desc}"
 #: ``{bar}`` stands; ``{bar:20}`` would be drawn a second time, as text, inside the description.
 NOTEBOOK_FORMAT = "{bar} {desc}"
 
-#: How a fork's phases (:class:`benchlab.running.measure.Fork`) read in the bar.
+#: How a fork's phases (:class:`benchlab.running.fork.Fork`) read in the bar.
 _PHASES = {"warmup": "warm-up", "measure": "window"}
 
 

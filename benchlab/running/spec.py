@@ -95,6 +95,14 @@ class RunSpec:
                                startup_timeout=self.startup_timeout,
                                start_cpus=tuple(self.load_cpus) if self.backend == "local" else ())
 
+    def server_key(self) -> str:
+        """Everything that makes this run's server a different one (a shared server of ``restart="never"`` serves
+        only forks with the same key): its name and settings, cores, JVM options, java, archive, memory, port,
+        backend and engine."""
+        parts = [self.server.name, self.server_cpus, self.jvm_opts, self.server_java, self.cds, self.memory,
+                 self.port, self.backend, sorted(self.backend_options.items())]
+        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
     def cell_key(self, label: str | None = None) -> str:
         """A stable name for the cell of this spec's runs stored with ``label`` (:func:`benchlab.schema.cell`): a
         spec of another server at the same setup has the same key, and a spec of another setup another."""

@@ -12,12 +12,15 @@ window was disturbed, the busiest other processes are named from ``/proc``.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis import flags, series, steady
 from ..analysis.disturbance import DISTURBED
+from ..errors import LoadError
 from ..store import locks
 from . import drivers, machine, perfdata
 from .machine import SelfProbe
@@ -35,9 +38,21 @@ class Measured:
     cores: dict = field(default_factory=dict)
 
 
+def now() -> str:
+    """The time now, as runs store it: UTC, ISO 8601, to the millisecond."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def files(run_dir: Path) -> tuple[str, ...]:
+    """The files a run's folder holds beside its run.json."""
+    return tuple(sorted(p.name for p in run_dir.iterdir() if p.is_file() and p.name != "run.json"))
+
+
 def groups(spec) -> dict[str, tuple[int, ...]]:
-    """The run's cores by who runs there; none where the server is on another machine (a remote docker engine)."""
-    if spec.backend_options.get("docker_host"):
+    """The run's cores by who runs there; none where the server is on another machine (a remote docker engine) or
+    is not benchlab's (``Server.from_url``: its process and its cores are unknown, so no CPU there is the run's
+    own or another's to tell)."""
+    if spec.backend_options.get("docker_host") or not spec.server.starts:
         return {}
     server = tuple(spec.server_cpus)
     return {"server": server, "load": tuple(c for c in spec.load_cpus if c not in server)}
@@ -87,6 +102,7 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     cpus = sorted({*spec.server_cpus, *spec.load_cpus})
     began, busy = time.monotonic(), locks.cpu_seconds(cpus) if cores else None
     load_pid: list[int] = []
+    instance.probe()  # its CPU is a difference from the last reading: the first sample covers this window only
     with Monitor(spec.sample_interval) as monitor:
         monitor.watch("server", instance.probe)
         monitor.watch("benchlab", SelfProbe())
@@ -133,5 +149,89 @@ def _disturbed(metrics: dict, spec) -> bool:
 
 
 def disturbed(row: dict) -> list[tuple[str, str]]:
-    """The disturbance flags (:data:`DISTURBED`) of a run's row (:meth:`Run.row`), with their explanations."""
-    return [(flag, text) for flag, text in flags.run_flags(row) if flag in DISTURBED]
+    """The disturbance flags (:data:`DISTURBED`) of a run's row (:meth:`Run.row`), with their explanations: what a
+    retake may measure away. A dip while the JIT compiled (``jit_active``) is the server still warming, not a
+    disturbance: a retake would only measure a warmer server, and the window is flagged either way."""
+    found = flags.run_flags(row)
+    warming = any(flag == "jit_active" for flag, _ in found)
+    return [(flag, text) for flag, text in found if flag in DISTURBED and not (flag == "dip" and warming)]
+
+
+def take(fork, run_dir: Path, run_id: str, number: int):
+    """``(record, retaken)``: window ``number`` of ``fork`` measured into ``run_dir`` and its record built (the fork
+    stores it), and the windows it replaced. A window that was disturbed (:data:`DISTURBED`: other processes on its
+    cores, steal, a dip) is kept beside the fork's windows as ``retaken`` (stored) and measured again, at most
+    ``spec.retakes`` times; the one kept names the ones it replaced (``metadata["retook"]``)."""
+    step = "measure" if len(fork.windows) == 1 else f"measure {number}/{len(fork.windows)}"
+    retaken: list = []
+    for attempt in range(fork.spec.retakes + 1):
+        fork.phase(step if attempt == 0 else f"{step} (retake {attempt})")
+        record = _record(fork, run_dir, run_id, number)
+        why = disturbed(record.row())
+        if not why or attempt == fork.spec.retakes:
+            break
+        retaken.append(_set_aside(record, attempt + 1, why, fork.spec.retakes))
+    if retaken:
+        record = dataclasses.replace(record, metadata={**record.metadata, "retook": [r.id for r in retaken]})
+    return record, retaken
+
+
+def _record(fork, run_dir: Path, run_id: str, number: int):
+    from ..store.results import Run
+
+    spec, instance = fork.spec, fork.instance
+    started = now()  # the window's own; its fork's start is in its first window's metadata
+    try:
+        if not instance.alive():  # it may have died while other forks had the load
+            raise fork.died()
+        measured = measure(spec, fork.driver, instance, fork.runner, fork.jvm, run_dir, waited=fork.waited)
+    except LoadError:
+        if not instance.alive():  # the load tool failed because the server had died: say that
+            raise fork.died() from None
+        raise
+    fork.waited = 0.0  # the wait for the cores came before the first window
+    if not instance.alive():
+        raise fork.died()
+    warmed = fork.warmed
+    metrics = {**measured.metrics, "startup_ms": instance.startup_ms, "warmup_s": warmed["seconds"],
+               "warm": warmed["steady"], "warmup_class": warmed.get("class"), "jit_quiet_s": warmed.get("jit_quiet_s"),
+               "fork_s": round(fork.fork_s, 3)}
+    first = number == 1
+    metadata = {
+        **fork.meta,
+        "backend": {**fork.backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
+                    "argv": instance.metadata.get("argv")},
+        "cores": measured.cores,  # what else was busy on the run's cores while it measured
+        # the fork's warm-up; its curve is kept once, in the fork's first window
+        "warmup": warmed if first else {k: v for k, v in warmed.items() if k != "slices"},
+        "server_alive_after_load": True,
+        **({"fork_started_at": fork.started_at} if first else {}),  # its wall time: benchlab.analysis.wall.span
+    }
+    return Run(id=run_id, params={**spec.params(fork.repeat), "iteration": number, "fork": fork.name},
+               metrics=metrics, samples=tuple(measured.samples), counters=tuple(measured.counters),
+               machine=tuple(measured.machine), metadata=metadata, suite=fork.suite, label=fork.label,
+               key=fork.key, started_at=started, finished_at=now(), files=files(run_dir), directory=str(run_dir))
+
+
+def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int):
+    """Keep a disturbed window beside its fork's windows as ``retaken`` (its folder renamed), so the retake has the
+    folder; say so in one line. Returns the retaken record, stored."""
+    import shutil
+    import sys
+
+    from ..store.results import save
+
+    run_dir = Path(record.directory or "")
+    aside_id = f"{record.id}-retaken{attempt}"
+    aside = run_dir.with_name(aside_id)
+    if aside.exists():
+        shutil.rmtree(aside)
+    run_dir.rename(aside)
+    run_dir.mkdir()
+    kept = dataclasses.replace(record, id=aside_id, status="retaken", directory=str(aside),
+                               metadata={**record.metadata, "retaken": {"attempt": attempt, "for": record.id,
+                                                                        "flags": [flag for flag, _ in why]}})
+    save(kept, aside)
+    print(f"benchlab: {record.id} was disturbed ({why[0][1].split(':')[0]}): measuring it again "
+          f"(retake {attempt} of at most {retakes})", file=sys.stderr, flush=True)
+    return kept

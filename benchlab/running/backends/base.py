@@ -52,6 +52,24 @@ class Backend(Protocol):
     def load_runner(self) -> Callable | None: ...   # runs the load tool itself (docker), or None: a local process
 
 
+class Attached:
+    """A server benchlab did not start (``Server.from_url``): nothing to sample or stop."""
+
+    def __init__(self, server):
+        self.url = server.url
+        self.startup_ms = None
+        self.metadata = {"attached": True}
+
+    def probe(self):
+        return (None, None)
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
