@@ -86,10 +86,10 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 
 
 @keywords
-def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, iterations=None,
+def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, windows=None,
             interleave=None, precision=0.03, max_repeats=10, budget=None, threads=None, duration="30s",
             warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None, ramp_up=0, plan=None,
-            driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-run",
+            driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
             load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None, label=None,
@@ -110,14 +110,14 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep. Without ``scenarios`` the built-in
         servers answer "hello" and a custom server is measured at its own path, in one cell (the report says
         which path each was measured at)
-    repeats, iterations, interleave : left None, they are 3, 1 and "forks"; with a ``budget``, "auto", "auto" and
+    repeats, windows, interleave : left None, they are 3, 1 and "forks"; with a ``budget``, "auto", "auto" and
         "windows": benchlab chooses the forks, the windows a fork and their order within the time.
     budget : the most wall time the comparison may take ("10m"): a round is started only if it fits in what is
         left, judged from what the comparison's own forks and windows cost; the result says the interval it
         reached and what more time would buy (``Suite.budget``).
-    iterations : measured windows per repeat. Each repeat is one fork, a fresh server warmed once by the
-        warm-up rule, then ``iterations`` windows of ``duration`` back to back, each stored as its own run
-        (``iteration`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
+    windows : measured windows per fork. Each repeat is one fork, a fresh server warmed once by the
+        warm-up rule, then ``windows`` windows of ``duration`` (see ``interleave``), each stored as its own run
+        (``window`` 1..m, the same ``fork``). The statistics take fork means as their unit and show the
         fork-to-fork and window-to-window spread apart (:func:`benchlab.analysis.stats.components`). "auto": the
         first two rounds measure 3 windows a fork, then Kalibera and Jones' rule picks the count that buys
         the most precision for the time, from what a fork and a window cost and how much each varies
@@ -131,7 +131,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
         ``max_repeats`` rounds, which the result then says (``Suite.precision``). The rule looks only at
         the width of the intervals, never at significance, so the tests keep their level.
-    restart : "each-run" (a fresh server every run, the default) or "never" (each server started once)
+    restart : "each-fork" (a fresh server for every fork, the default; "each-run" is read as it) or "never" (each
+        server started once and kept for all its forks)
     factors : server settings crossed with every server, e.g. ``{"virtual_threads": [False, True],
         "java": [17, 25]}``: each combination is one more server, named after its settings
         (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See
@@ -160,11 +161,11 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     from .running.progress import Progress
 
     check_design(comparison)
-    repeats, iterations, interleave = comparison.design()
+    repeats, windows, interleave = comparison.design()
     limit = budget_seconds(budget) if budget is not None else None
     schedule = matrix(comparison, max_repeats if repeats == AUTO else repeats)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
-    rule = Rule(repeats=repeats, iterations=iterations, precision=precision, baseline=_baseline(baseline, names),
+    rule = Rule(repeats=repeats, windows=windows, precision=precision, baseline=_baseline(baseline, names),
                 interleave=interleave, budget=Budget(limit) if limit else None)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
@@ -316,10 +317,10 @@ def _aside(run_dir: Path) -> list[Path]:
     return sorted(run_dir.parent.glob(f"{run_dir.name}-retaken*")) if run_dir.parent.exists() else []
 
 
-def _windows(base: Path, name: str, iterations: int) -> list[tuple[Path, str]]:
+def _windows(base: Path, name: str, count: int) -> list[tuple[Path, str]]:
     """The (folder, run id) of each window of the fork ``name``: the name itself for a single window, as
-    before forks had iterations, else ``name-i1`` .. ``name-im``."""
-    ids = [name] if iterations == 1 else [f"{name}-i{k}" for k in range(1, iterations + 1)]
+    before forks had several windows, else ``name-i1`` .. ``name-im``."""
+    ids = [name] if count == 1 else [f"{name}-i{k}" for k in range(1, count + 1)]
     return [(under(base, run_id), run_id) for run_id in ids]
 
 

@@ -35,6 +35,15 @@ def count(text: str) -> int | str:
 _SCALARS: dict[str, Callable[[str], object]] = {"text": str, "int": int, "float": float, "count": count}
 
 
+def _read(option):
+    """How the command line reads an option's value: by its kind, an old spelling of a value read as the new."""
+    from .running.options import OLD_VALUES
+
+    kind = _SCALARS.get(option.kind, str)
+    old = OLD_VALUES.get(option.name)
+    return kind if old is None else (lambda text: old.get(text, kind(text)))
+
+
 def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
     """The command's flags, generated from :data:`benchlab.running.options.OPTIONS`, with their defaults (the
     function's own: the declaration holds both)."""
@@ -54,7 +63,7 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
         else:
             metavar = (None if option.choices
                        else option.kind.upper().rstrip("S") + ("[,...]" if option.kind in _LISTS else ""))
-            parser.add_argument(option.flag, type=_SCALARS.get(option.kind, str), metavar=metavar, **extra)
+            parser.add_argument(option.flag, *option.aliases, type=_read(option), metavar=metavar, **extra)
 
 
 def _given(args, where: str) -> dict:

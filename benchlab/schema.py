@@ -86,12 +86,13 @@ PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
     "keepalive", "ramp_up", "plan",
     "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "server_cpus", "load_cpus",
-    "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "iteration", "fork",
+    "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork",
 )
 
-#: A fork is one server process, warmed once; its iterations are the windows measured back to back in it
-#: (``compare(iterations=m)``). A run is one window: ``iteration`` counts from 1 and ``fork`` names the
-#: fork, shared by its windows. A run stored before forks had iterations is its own fork of one window.
+#: A fork is one server process, warmed once, and its windows (``compare(windows=m)``). A run is one window:
+#: ``window`` counts them from 1 and ``fork`` names the fork, shared by its windows. A run stored before forks had
+#: several windows is its own fork of one window (one stored before format 4 says ``iteration``: it reads as
+#: ``window``).
 
 #: One monitor sample: seconds since the measurement began, whose ("server" or "load"), CPU % (100 is one
 #: busy core), resident bytes, and the bytes the process has written (server) or read (load tool) so far.
@@ -136,7 +137,7 @@ CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_cont
 NOT_CELL = {
     "server": "what a cell compares: each statistic is taken per cell and server",
     "repeat": "numbers a cell's forks, which its statistics pool",
-    "iteration": "numbers a fork's windows, which its mean pools",
+    "window": "numbers a fork's windows, which its mean pools",
     "fork": "names the server process a window ran in, which its mean pools",
     **dict.fromkeys(SETTINGS, "a variant's setting, named by its server (spring-tomcat+vt@java25): it differs "
                               "between the servers a cell compares"),
@@ -240,7 +241,7 @@ def base_name(server: str) -> str:
 
 
 #: The value an option takes to let benchlab choose: ``warmup`` (until warm), ``repeats`` (until precise enough)
-#: and ``iterations`` (the windows a fork, by Kalibera and Jones' rule).
+#: and ``windows`` (the windows a fork, by Kalibera and Jones' rule).
 AUTO = "auto"
 
 # --- the closed sets: each a Literal that mypy checks where it is annotated, and the tuple of its values ---------
@@ -267,7 +268,7 @@ Order = Literal["interleaved", "shuffled"]
 ORDERS: tuple[Order, ...] = get_args(Order)
 
 #: When a comparison starts a server: a fresh one for each fork, or one per server kept for all its runs.
-Restart = Literal["each-run", "never"]
+Restart = Literal["each-fork", "never"]
 RESTARTS: tuple[Restart, ...] = get_args(Restart)
 
 #: How a comparison's windows are ordered: each fork's windows back to back, forks interleaved ("forks"), or the

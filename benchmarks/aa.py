@@ -6,7 +6,7 @@ So every verdict that calls a difference significant is a false positive.
 
 Twenty independent A/A comparisons of 3 forks a side would take 120 forks, about five hours here (a JVM
 warmed by ``warmup="auto"`` on one core costs two to three minutes). So this runs ``--forks`` forks a name,
-``--iterations`` windows each, and judges:
+``--windows`` windows each, and judges:
 
 1. the two names against each other, as ``compare()`` does (one comparison);
 2. many random splits of all the forks into two sides of k (3, the default repeats, and half of them):
@@ -25,7 +25,7 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
 
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
-    python3 benchmarks/aa.py [--forks 6] [--iterations 4] [--duration 5s] [--interleave windows] [--results DIR]
+    python3 benchmarks/aa.py [--forks 6] [--windows 4] [--duration 5s] [--interleave windows] [--results DIR]
                              [--splits 2000]
 """
 
@@ -111,7 +111,7 @@ def by_round(frame, metric: str) -> np.ndarray:
 def by_fork(frame, metric: str) -> np.ndarray:
     """forks x windows of ``metric`` (NaN where a fork has fewer windows)."""
     ok = cells.ok(frame).assign(_fork=lambda f: cells.fork_keys(f))
-    groups = [g.sort_values("iteration")[metric].to_numpy(dtype=float) for _, g in ok.groupby("_fork", sort=False)]
+    groups = [g.sort_values("window")[metric].to_numpy(dtype=float) for _, g in ok.groupby("_fork", sort=False)]
     width = max(len(g) for g in groups)
     return np.array([np.pad(g, (0, width - len(g)), constant_values=np.nan) for g in groups])
 
@@ -119,7 +119,7 @@ def by_fork(frame, metric: str) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--forks", type=int, default=6, help="forks a name (default 6)")
-    parser.add_argument("--iterations", type=int, default=4, help="windows a fork (default 4)")
+    parser.add_argument("--windows", type=int, default=4, help="windows a fork (default 4)")
     parser.add_argument("--duration", default="5s")
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--splits", type=int, default=2000)
@@ -130,11 +130,11 @@ def main() -> None:
 
     results = args.results or tempfile.mkdtemp(prefix="benchlab-aa-")
     began = time.monotonic()
-    suite = benchlab.compare(list(NAMES), repeats=args.forks, iterations=args.iterations, duration=args.duration,
+    suite = benchlab.compare(list(NAMES), repeats=args.forks, windows=args.windows, duration=args.duration,
                              interleave=args.interleave, connections=[args.connections], warmup="auto",
                              results_dir=results, progress=False)
     took = time.monotonic() - began
-    print(f"{suite!r}: {args.forks} forks a name x {args.iterations} windows of {args.duration}, interleave "
+    print(f"{suite!r}: {args.forks} forks a name x {args.windows} windows of {args.duration}, interleave "
           f"{args.interleave}, c={args.connections}, warm-up auto; {took / 60:.0f} min here; stored in {results}")
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)\n")
     for metric in ("rps", "p99"):

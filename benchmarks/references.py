@@ -62,7 +62,7 @@ def throughput(suite) -> None:
 
 def warmups(suite) -> None:
     natives = [r for r in suite.records if r.status == "ok" and r.params["server"] in REFERENCES
-               and (r.params.get("iteration") or 1) == 1 and r.params.get("warmup") == "auto"]
+               and (r.params.get("window") or 1) == 1 and r.params.get("warmup") == "auto"]
     if not natives:
         print("\nno native fork warmed with warmup=auto: give --warmup auto for the warm-up figure")
         return

@@ -12,7 +12,7 @@ With ``--verdict``: the wall time a verdict costs. The three servlet servers are
 forks each of ``--windows`` windows (warm-up auto), once, their windows ordered as ``--interleave`` says
 (``windows``, the default: each round's forks kept running and their windows taken in turn; ``forks``: each
 fork's windows back to back). From those same forks, side by side, two designs: one window per fork (each
-fork's first window: what ``iterations=1`` measures), and the windows a fork that ``iterations="auto"`` chooses
+fork's first window: what ``windows=1`` measures), and the windows a fork that ``windows="auto"`` chooses
 from them (:func:`benchlab.analysis.precision.design`, Kalibera and Jones). For each, the rounds needed until
 every rps ratio to the baseline is within +/-5%, judged as ``compare()`` judges forks that ran in rounds: a t
 interval on the rounds' log ratios (:mod:`benchlab.analysis.pairs`), from their variance over the rounds. So
@@ -241,7 +241,7 @@ def verdict_time(args) -> None:
     names = args.servers.split(",")
     results = args.results or tempfile.mkdtemp(prefix="benchlab-verdict-")
     began = time.monotonic()
-    suite = benchlab.compare(names, ["hello"], [args.connections], repeats=args.repeats, iterations=args.windows,
+    suite = benchlab.compare(names, ["hello"], [args.connections], repeats=args.repeats, windows=args.windows,
                              interleave=args.interleave, duration=f"{args.duration}s", warmup="auto", progress=False,
                              results_dir=results)
     print(f"{suite!r}: {args.repeats} forks a server x {args.windows} windows of {args.duration} s, interleave "
@@ -251,15 +251,15 @@ def verdict_time(args) -> None:
     ok = [r for r in suite.records if r.status == "ok"]
     rounds: dict[str, dict[int, list[float]]] = {}  # server -> round (its repeat) -> its fork's windows' rps
     for fork in dict.fromkeys(r.params["fork"] for r in ok):
-        mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["iteration"])
+        mine = sorted((r for r in ok if r.params["fork"] == fork), key=lambda r: r.params["window"])
         rounds.setdefault(mine[0].params["server"], {})[mine[0].params["repeat"]] = [r.metrics["rps"] for r in mine]
     windows = {server: list(forks.values()) for server, forks in rounds.items()}
     fork_s, window_s = precision.costs(ok)
     chosen = precision.design(ok, interleave=args.interleave, paired=args.repeats >= pairs.reach(0.05))
-    m = min(chosen["iterations"], args.windows)  # the design cannot use windows that were not measured
+    m = min(chosen["windows"], args.windows)  # the design cannot use windows that were not measured
     print(f"measured: a fork costs {fork_s:.0f} s before its first window, a window {window_s:.1f} s")
-    print(f"iterations=auto would choose: {chosen['why']}"
-          + (f"; {m} measured, so {m} are used" if m < chosen["iterations"] else ""))
+    print(f"windows=auto would choose: {chosen['why']}"
+          + (f"; {m} measured, so {m} are used" if m < chosen["windows"] else ""))
 
     rng = np.random.default_rng(20261201)
     by_round(rounds, names[0], fork_s, window_s, args.windows, m, rng)

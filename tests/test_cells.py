@@ -23,7 +23,7 @@ BASE = {"scenario": "hello", "driver": "wrk", "load": "duration", "connections":
 
 def stored(tmp_path, server: str, repeat: int, rps: float, **params) -> Run:
     name = slug(f"{server}-{repeat}-{'-'.join(f'{k}{v}' for k, v in params.items())}")
-    run = Run(id=name, params={**BASE, "server": server, "repeat": repeat, "fork": name, "iteration": 1, **params},
+    run = Run(id=name, params={**BASE, "server": server, "repeat": repeat, "fork": name, "window": 1, **params},
               metrics={"rps": rps, "p50": 0.001, "p99": 0.004, "requests": int(rps * 2), "elapsed_s": 2.0},
               metadata={}, suite="s", started_at=f"2026-01-01T00:00:0{repeat}+00:00")
     folder = tmp_path / name
@@ -87,7 +87,7 @@ def test_every_parameter_a_run_stores_is_in_its_cell_or_said_why_not():
 
     spec = specs.prepare("spring-tomcat", "hello", RunOptions(server_cpus=[0], load_cpus=[1], pipeline=4,
                                                               keepalive=True), tools=False)
-    stored_keys = {*spec.params(), "iteration", "fork"} - {"backend_options"} | set(DOCKER_OPTIONS)
+    stored_keys = {*spec.params(), "window", "fork"} - {"backend_options"} | set(DOCKER_OPTIONS)
     in_cell = set(schema.CELL) - {"label"}
     said = set(schema.NOT_CELL)
     assert not in_cell & said, "a parameter is either in the cell or not"

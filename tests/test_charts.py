@@ -352,7 +352,7 @@ def test_the_throughput_charts_interval_is_the_summarys_with_three_windows_a_for
             for iteration, noise in enumerate((0.99, 1.0, 1.01), start=1):
                 run = make_run(server, repeat, rps=base * luck * noise)
                 runs.append(results.Run(id=f"{run.id}-i{iteration}", metrics=run.metrics, metadata=run.metadata,
-                                        params={**run.params, "iteration": iteration, "fork": run.id}, suite="s"))
+                                        params={**run.params, "window": iteration, "fork": run.id}, suite="s"))
     suite = Suite(runs)
     summary = suite.summary(["rps"])
     values = list(charts.throughput(suite.runs).to_dict()["datasets"].values())[0]

@@ -24,7 +24,7 @@ def runs(server: str, rps: list[float], *, p99: list[float] | None = None, conne
                   "connections": connections, "threads": 1, "load_cores": 1, "repeat": 1 if one_fork else i + 1,
                   "warmup": warmup, "server_cpus": [0], "load_cpus": [1]}
         if one_fork:
-            params.update(fork=f"{server}-fork", iteration=i + 1)
+            params.update(fork=f"{server}-fork", window=i + 1)
         measured = {"rps": value, "p99": (p99[i] if p99 else 0.01), "requests": requests,
                     "lat_mean": connections / value,
                     "errors_connect": 0, "errors_read": 0, "errors_write": 0, "errors_status": 0, "errors_timeout": 0,
@@ -376,9 +376,9 @@ def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence
 
     table = claims.read()
     theirs = replay.protocol_options(table, "wrk", "theirs", repeats=5, warmup="auto")
-    assert theirs["options"] == {"repeats": 1, "iterations": 3, "warmup": 0.0} and theirs["sequence"] is None
+    assert theirs["options"] == {"repeats": 1, "windows": 3, "warmup": 0.0} and theirs["sequence"] is None
     k6 = replay.protocol_options(table, "rate-10k", "theirs", repeats=5, warmup="auto")
-    assert k6["sequence"] == ["spring-tomcat+vt@java25", "spring-webflux"] and k6["options"]["iterations"] == 2
+    assert k6["sequence"] == ["spring-tomcat+vt@java25", "spring-webflux"] and k6["options"]["windows"] == 2
     assert replay.protocol_options(table, "wrk", "controlled", repeats=5, warmup="auto")["options"] == {
         "repeats": 5, "warmup": "auto"}
     assert replay.in_sequence(["a", "b", "c"], ["c", "a"]) == ["c", "a", "b"]

@@ -50,7 +50,7 @@ from benchlab.store.results import Run
 Run(id="a", params={}, metrics={}, metadata={}, status="okk")
 Load(model="duraton")
 Comparison(order="interleave")
-Rule(repeats=3, iterations=1, precision=0.05, baseline="a", interleave="fork")
+Rule(repeats=3, windows=1, precision=0.05, baseline="a", interleave="fork")
 verdict: ClaimVerdict = "hold"
 kind: WarmupClass = "warmup"
 '''

@@ -127,18 +127,18 @@ def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(j
     # 2 forks of each server, 3 windows each: one JVM a fork (the same PID in its windows, warmed once, the
     # curve kept in its first window), 12 runs stored, and every figure over forks, not windows.
     servers = ["spring-tomcat", "spring-jetty"]
-    suite = benchlab.compare(servers, ["hello"], [16], repeats=2, iterations=3, duration="2s", warmup="1s",
+    suite = benchlab.compare(servers, ["hello"], [16], repeats=2, windows=3, duration="2s", warmup="1s",
                              results_dir=tmp_path, progress=False)
     runs = suite.runs
     assert len(runs) == 12 and (runs["status"] == "ok").all()
     forks = runs.groupby("fork")
     assert forks.ngroups == 4 and (forks.size() == 3).all()
-    assert all(sorted(group["iteration"]) == [1, 2, 3] for _, group in forks)
+    assert all(sorted(group["window"]) == [1, 2, 3] for _, group in forks)
     for _, group in forks:
         records = [r for r in suite.records if r.params["fork"] == group["fork"].iloc[0]]
         assert len({r.metadata["backend"]["pid"] for r in records}) == 1, "one server process a fork"
         assert len({r.params["repeat"] for r in records}) == 1
-        first = next(r for r in records if r.params["iteration"] == 1)
+        first = next(r for r in records if r.params["window"] == 1)
         assert "slices" in first.metadata["warmup"] and all(
             "slices" not in r.metadata["warmup"] for r in records if r is not first)
     pids = {r.metadata["backend"]["pid"] for r in suite.records}
@@ -155,7 +155,7 @@ def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(j
     assert "2 per server and setup, each a fork of 3 measured windows" in str(header.measured(suite))
     assert suite.wall_s is not None and suite.wall_s > 12
     # resumed: everything is found, nothing runs
-    again = benchlab.compare(servers, ["hello"], [16], repeats=2, iterations=3, duration="2s", warmup="1s",
+    again = benchlab.compare(servers, ["hello"], [16], repeats=2, windows=3, duration="2s", warmup="1s",
                              results_dir=tmp_path, progress=False)
     assert sorted(again.runs["id"]) == sorted(runs["id"])
     assert sorted(again.runs["started_at"]) == sorted(runs["started_at"])
@@ -167,13 +167,13 @@ def test_a_fork_whose_server_dies_keeps_its_finished_windows_and_fails_the_rest(
 
     fixture = Path(__file__).parent / "fixtures" / "warming_server.py"
     dying = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0", "6"], name="dying", path="/")
-    suite = benchlab.compare([dying], ["/"], [4], repeats=1, iterations=5, duration="2s", warmup="1s",
+    suite = benchlab.compare([dying], ["/"], [4], repeats=1, windows=5, duration="2s", warmup="1s",
                              results_dir=tmp_path, progress=False)
-    runs = suite.runs.sort_values("iteration")
+    runs = suite.runs.sort_values("window")
     ok, failed = runs[runs["status"] == "ok"], runs[runs["status"] == "failed"]
     assert len(ok) >= 1 and len(failed) == 1 and len(runs) == len(ok) + 1 <= 5
     assert "died" in failed["error"].iloc[0]
-    assert list(ok["iteration"]) == list(range(1, len(ok) + 1)), "the windows before the death are kept"
+    assert list(ok["window"]) == list(range(1, len(ok) + 1)), "the windows before the death are kept"
     assert "failed" in set(suite.flags()["flag"]) and suite.summary(["rps"])["n"].tolist() == [1]
 
 
@@ -183,7 +183,7 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     # says what it cost before it could measure.
     servers = ["spring-tomcat", "spring-jetty"]
     slices, stages = [], []
-    suite = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",
+    suite = benchlab.compare(servers, ["hello"], [16], repeats=1, windows=3, interleave="windows", duration="2s",
                              warmup="1s", results_dir=tmp_path, progress=False, on_slice=slices.append,
                              on_progress=lambda bar: stages.append(bar.stage))
     runs = suite.runs.sort_values("started_at")
@@ -193,11 +193,11 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     assert len(runs) == 6 and (runs["status"] == "ok").all()
     assert runs["server"].tolist() == ["spring-tomcat", "spring-jetty", "spring-jetty", "spring-tomcat",
                                        "spring-tomcat", "spring-jetty"]
-    assert runs["iteration"].tolist() == [1, 1, 2, 2, 3, 3]
+    assert runs["window"].tolist() == [1, 1, 2, 2, 3, 3]
     pids = {server: {r.metadata["backend"]["pid"] for r in suite.records if r.params["server"] == server}
             for server in servers}
     assert all(len(p) == 1 for p in pids.values()) and pids["spring-tomcat"] != pids["spring-jetty"]
-    firsts = {r.params["server"]: r for r in suite.records if r.params["iteration"] == 1}
+    firsts = {r.params["server"]: r for r in suite.records if r.params["window"] == 1}
     tomcat_warmup = firsts["spring-tomcat"].metadata["warmup"]
     # a fixed warm-up of 1 s resumes for 1 s: one slice
     assert tomcat_warmup["resumed_s"] >= 1.0 and [s["phase"] for s in tomcat_warmup["slices"]] == ["resume"]
@@ -212,7 +212,7 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     assert suite.wall_s >= span(suite.records) + firsts["spring-tomcat"].metrics["fork_s"], suite.wall_s
     summary = suite.summary(["rps"]).set_index("server")
     assert (summary["n"] == 1).all() and (summary["windows"] == 3).all()
-    again = benchlab.compare(servers, ["hello"], [16], repeats=1, iterations=3, interleave="windows", duration="2s",
+    again = benchlab.compare(servers, ["hello"], [16], repeats=1, windows=3, interleave="windows", duration="2s",
                              warmup="1s", results_dir=tmp_path, progress=False)
     assert sorted(again.runs["started_at"]) == sorted(runs["started_at"]), "resumed: all found, nothing ran"
 
@@ -226,11 +226,11 @@ def test_a_fork_that_dies_in_a_round_fails_alone(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "warming_server.py"
     dying = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0", "6"], name="dying", path="/")
     steady = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0"], name="steady", path="/")
-    suite = benchlab.compare([steady, dying], ["/"], [4], repeats=1, iterations=4, interleave="windows",
+    suite = benchlab.compare([steady, dying], ["/"], [4], repeats=1, windows=4, interleave="windows",
                              duration="1s", warmup="1s", results_dir=tmp_path, progress=False)
     runs = suite.runs
     mine = runs[runs["server"] == "steady"]
     assert len(mine) == 4 and (mine["status"] == "ok").all()
-    died = runs[runs["server"] == "dying"].sort_values("iteration")
+    died = runs[runs["server"] == "dying"].sort_values("window")
     assert died["status"].tolist()[-1] == "failed" and "died" in died["error"].iloc[-1]
     assert (died["status"].iloc[:-1] == "ok").all() and 2 <= len(died) < 4

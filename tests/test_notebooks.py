@@ -179,7 +179,7 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     for path, r in stored.items():
         way = "theirs" if "their-protocol" in path else "controlled"
         kept.setdefault((way, Path(path).parts[-3], r["params"]["server"]), []).append(
-            (r["params"]["warmup"], r["params"]["fork"], r["params"]["iteration"]))
+            (r["params"]["warmup"], r["params"]["fork"], r["params"]["window"]))
     for (way, experiment, server), forks in kept.items():
         warmups, ids, windows = zip(*forks)
         expected = 3 if way == "theirs" else 1

@@ -46,7 +46,7 @@ def test_prepare_checks_every_per_run_option_from_one_object():
     assert {f.name for f in dataclasses.fields(declared.RunOptions)} == per_run
     assert len(inspect.signature(spec.prepare).parameters) <= 8
     compare_only = {o.name for o in declared.options("compare")} - {o.name for o in declared.options("run")}
-    assert compare_only == {"servers", "scenarios", "repeats", "iterations", "interleave", "precision", "max_repeats",
+    assert compare_only == {"servers", "scenarios", "repeats", "windows", "interleave", "precision", "max_repeats",
                             "budget", "rates", "order", "seed", "restart", "baseline", "factors", "progress"}
 
 
@@ -142,3 +142,29 @@ def test_only_the_command_line_parses_arguments():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert set(sub.choices) == {"build", "run", "image", "compare", "show", "doctor", "report", "batch"}
+
+
+def test_the_old_spellings_are_still_read():
+    """"iteration" became "window" and restart "each-run" became "each-fork": code and stored runs that say the old
+    words still work."""
+    from benchlab.running.matrix import check_design
+
+    checked = api.compare.__wrapped__  # the function under @keywords: the aliases are the decorator's
+    assert "windows" in inspect.signature(checked).parameters and "iterations" not in inspect.signature(checked).parameters
+    comparison = declared.Comparison.of(windows=3, restart="each-run")
+    assert comparison.restart == "each-fork" and comparison.design()[1] == 3
+    check_design(comparison)
+    args = cli.build_parser().parse_args(["compare", "--iterations", "2", "--restart", "each-run"])
+    assert cli._given(args, "compare") == {"windows": 2, "restart": "each-fork"}
+    with pytest.raises(UsageError, match="windows must be a whole number"):
+        benchlab.compare(["spring-tomcat"], iterations=0)
+
+
+def test_a_shared_server_is_keyed_by_everything_that_makes_it_another():
+    """restart="never" with server_cpus as a factor: one shared server per core set, not the first core set's."""
+    from benchlab.running.matrix import matrix
+
+    runs = matrix(declared.Comparison.of(servers=["spring-tomcat"], scenarios=["hello"], repeats=1, restart="never",
+                                         factors={"server_cpus": ["0", "1"]}, load_cpus="1"))
+    keys = {spec_.server_key() for _, spec_ in runs}
+    assert len(runs) == 2 and len(keys) == 2

@@ -27,7 +27,7 @@ SHORTER = [
      'compare(["spring-tomcat", "spring-jetty"],\n                         scenarios=["hello"]'),
     ('--servers spring-tomcat,spring-jetty,spring-undertow --repeats 5',
      '--servers spring-tomcat,spring-jetty --repeats 5'),
-    ('iterations=3', 'iterations=2'),
+    ('windows=3', 'windows=2'),
     ('connections=64, duration="20s")', 'connections=64, duration="2s", warmup="1s")'),
     ('rate=1500, duration="30s")', 'rate=300, duration="2s", warmup="1s")'),
     ('pipeline=16, duration="30s")', 'pipeline=16, duration="2s", warmup="1s")'),

@@ -161,7 +161,7 @@ def test_stopping_a_server_stops_its_whole_tree():
 def _run(server: str, repeat: int, rps: float, *, attached: bool, path: str = "/hello") -> benchlab.Run:
     backend = {"backend": "local", "attached": True} if attached else {"backend": "local", "pid": 100 + repeat}
     return benchlab.Run(id=f"{server}-r{repeat}", params={"server": server, "scenario": "hello", "path": path,
-                        "load": "duration", "driver": "wrk", "connections": 64, "repeat": repeat, "iteration": 1},
+                        "load": "duration", "driver": "wrk", "connections": 64, "repeat": repeat, "window": 1},
                         metrics={"rps": rps}, metadata={"backend": backend}, suite="s")
 
 

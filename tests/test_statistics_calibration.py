@@ -299,7 +299,7 @@ def test_the_frame_rules_take_fork_means():
         means_a, a = draw_two_level(rng, 1, forks, windows, 0.1, 0.1, 1.2)
         means_b, b = draw_two_level(rng, 1, forks, windows, 0.1, 0.1)
         rows = [{"server": server, "rps": v, "status": "ok", "scenario": "hello", "repeat": i + 1,
-                 "iteration": j + 1, "fork": f"{server}-{i}", "id": f"{server}-{i}-{j}"}
+                 "window": j + 1, "fork": f"{server}-{i}", "id": f"{server}-{i}-{j}"}
                 for server, raw in (("a", a[0]), ("b", b[0])) for i in range(forks) for j, v in enumerate(raw[i])]
         runs = pd.DataFrame(rows)
         low, high = intervals.ratio_interval(means_a, means_b, ALPHA)
@@ -460,7 +460,7 @@ def test_the_frame_rules_pair_forks_by_round():
     mix = ROUND_MIXES[0]
     means_a, means_b, _ = draw_rounds(rng, 1, rounds, windows, mix, 1.1)
     rows = [{"server": server, "rps": v, "status": "ok", "scenario": "hello", "repeat": r + 1, "suite": "s1",
-             "iteration": j + 1, "fork": f"{server}-{r}", "id": f"{server}-{r}-{j}"}
+             "window": j + 1, "fork": f"{server}-{r}", "id": f"{server}-{r}-{j}"}
             for server, means in (("a", means_a[0]), ("b", means_b[0])) for r in range(rounds)
             for j, v in enumerate([means[r]] * windows)]
     runs = pd.DataFrame(rows)

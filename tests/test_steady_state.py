@@ -162,7 +162,7 @@ def test_the_precision_said_is_that_of_every_round_the_last_included():
 
     rps = {"a": [812.97, 787.30, 785.25, 803.62], "b": [805.03, 734.30, 794.62, 816.73]}
     records = [_record(s, r + 1, rps[s][r]) for r in range(4) for s in ("a", "b")]
-    rule = precision.Rule(repeats="auto", iterations=1, precision=0.10, baseline="a")
+    rule = precision.Rule(repeats="auto", windows=1, precision=0.10, baseline="a")
     assert not rule.stop(records[:6], repeat=4, new_round=True), "three rounds are not precise enough"
     suite = Suite(records)
     rule.describe(suite, records)
@@ -192,7 +192,7 @@ def _forks(between: float, within: float, *, servers=("a", "b"), forks=40, windo
                 start = t0 + dt.timedelta(seconds=window_s * i)
                 records.append(Run(
                     id=f"{server}-{fork}-{i}", params={"server": server, "repeat": fork + 1, "scenario": "hello",
-                                                       "fork": f"{server}-{fork}", "iteration": i},
+                                                       "fork": f"{server}-{fork}", "window": i},
                     metrics={"rps": 1000 * np.exp(effect + (shared[i - 1] if alike else rng.normal(0, within))),
                              **({"fork_s": fork_s} if i == 1 else {})},
                     metadata={}, started_at=start.isoformat(),
@@ -200,23 +200,23 @@ def _forks(between: float, within: float, *, servers=("a", "b"), forks=40, windo
     return records
 
 
-def test_iterations_auto_chooses_kalibera_and_jones_windows_from_both_noises_and_both_costs():
+def test_windows_auto_chooses_kalibera_and_jones_windows_from_both_noises_and_both_costs():
     from benchlab.analysis import precision
 
     # a fork costs 120 s and a window 5 s; windows 1.5x noisier than forks: m = sqrt(120/5 x 1.5^2) = 7.3
     chosen = precision.design(_forks(0.10, 0.15), interleave="windows")
     assert (chosen["fork_s"], chosen["window_s"]) == (120.0, 5.0)
     assert chosen["between_cv"] == pytest.approx(0.10, rel=0.25) and chosen["within_cv"] == pytest.approx(0.15, rel=0.1)
-    assert 6 <= chosen["iterations"] <= 9 and "Kalibera and Jones" in chosen["why"]
+    assert 6 <= chosen["windows"] <= 9 and "Kalibera and Jones" in chosen["why"]
     truth = [precision.saving(0.01, 0.0225, 120, 5, m) for m in range(1, 31)]
     assert min(range(30), key=truth.__getitem__) + 1 == 7, "the model's own optimum is the rule's m"
     assert chosen["saving"] == pytest.approx(truth[6], abs=0.08) and chosen["saving"] < 1
     assert f"{chosen['saving']:.2f}x the time of one window a fork" in chosen["why"]
     # forks that agree and noisy windows: as many windows as allowed; quiet windows: one a fork
     alike = _forks(0.0, 0.15, alike=True)
-    assert precision.design(alike, interleave="windows")["iterations"] == precision.MAX_WINDOWS["windows"]
-    assert precision.design(alike, interleave="forks")["iterations"] == precision.MAX_WINDOWS["forks"]
-    assert precision.design(_forks(0.20, 0.001))["iterations"] == 1
+    assert precision.design(alike, interleave="windows")["windows"] == precision.MAX_WINDOWS["windows"]
+    assert precision.design(alike, interleave="forks")["windows"] == precision.MAX_WINDOWS["forks"]
+    assert precision.design(_forks(0.20, 0.001))["windows"] == 1
 
 
 def test_windows_never_save_more_than_the_forks_share_of_the_noise():
@@ -273,26 +273,26 @@ def test_a_compare_of_six_rounds_is_judged_by_round(tmp_path):
 
 
 @pytest.mark.integration
-def test_iterations_auto_measures_a_pilot_then_the_design_it_chose(tmp_path):
-    # A real compare (real processes, real wrk, windows in turn) of 3 rounds with iterations="auto": the first
+def test_windows_auto_measures_a_pilot_then_the_design_it_chose(tmp_path):
+    # A real compare (real processes, real wrk, windows in turn) of 3 rounds with windows="auto": the first
     # two rounds measure the pilot's 3 windows a fork, the third what the design chose from their costs and
     # spreads, and the suite says the design and why.
     from benchlab.analysis import precision
 
-    suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats=3, iterations="auto",
+    suite = benchlab.compare([_steady_server("a"), _steady_server("b")], ["/"], [4], repeats=3, windows="auto",
                              interleave="windows", duration="1s", warmup=0, results_dir=tmp_path, progress=False)
     runs = suite.runs
     assert (runs["status"] == "ok").all()
-    windows = runs.groupby(["repeat", "server"])["iteration"].max().unstack()
-    chosen = suite.design["iterations"]
+    windows = runs.groupby(["repeat", "server"])["window"].max().unstack()
+    chosen = suite.design["windows"]
     assert (windows.loc[[1, 2]] == precision.PILOT_WINDOWS).all().all() and (windows.loc[3] == chosen).all()
     assert 1 <= chosen <= precision.MAX_WINDOWS["windows"] and "Kalibera and Jones" in suite.design["why"]
     assert suite.design["fork_s"] > 0 and 1.0 <= suite.design["window_s"] < 5, suite.design
     pilot = [r for r in suite.records if r.params["repeat"] <= 2]
-    assert precision.design(pilot, interleave="windows")["iterations"] == chosen, "chosen from the pilot's rounds"
+    assert precision.design(pilot, interleave="windows")["windows"] == chosen, "chosen from the pilot's rounds"
 
 
-def test_iterations_auto_judged_by_round_takes_the_forks_spread_beyond_their_round():
+def test_windows_auto_judged_by_round_takes_the_forks_spread_beyond_their_round():
     # Rounds 15% apart, shared by the servers, forks 2% apart beyond them, windows 10%: judged apart the forks
     # look 15% apart and few windows pay; judged by round (6 rounds or more) only the 2% is left, so more do.
     import datetime as dt
@@ -313,7 +313,7 @@ def test_iterations_auto_judged_by_round_takes_the_forks_spread_beyond_their_rou
                 start = t0 + dt.timedelta(seconds=600 * r + 5 * i)
                 records.append(Run(id=f"{server}-{r}-{i}", suite="s",
                                    params={"server": server, "repeat": r, "scenario": "hello",
-                                           "fork": f"{server}-{r}", "iteration": i},
+                                           "fork": f"{server}-{r}", "window": i},
                                    metrics={"rps": 1000 * np.exp(shared + own + rng.normal(0, 0.10)),
                                             **({"fork_s": 120.0} if i == 1 else {})},
                                    metadata={}, started_at=start.isoformat(),
@@ -321,6 +321,6 @@ def test_iterations_auto_judged_by_round_takes_the_forks_spread_beyond_their_rou
     apart = precision.design(records, interleave="windows")
     paired = precision.design(records, interleave="windows", paired=True)
     assert apart["between_cv"] > 0.10 and paired["between_cv"] < 0.06, (apart, paired)
-    assert paired["iterations"] > apart["iterations"] and "beyond their round" in paired["why"]
-    assert precision.Rule(repeats=6, iterations="auto", precision=0.03, baseline="a").paired
-    assert not precision.Rule(repeats=5, iterations="auto", precision=0.03, baseline="a").paired
+    assert paired["windows"] > apart["windows"] and "beyond their round" in paired["why"]
+    assert precision.Rule(repeats=6, windows="auto", precision=0.03, baseline="a").paired
+    assert not precision.Rule(repeats=5, windows="auto", precision=0.03, baseline="a").paired

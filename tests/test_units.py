@@ -249,3 +249,15 @@ def test_each_run_records_the_accept_queue_and_somaxconn():
               metadata={"accept_queue": metadata.collect_accept_queue({"server": "jetty"}), "network": network})
     row = run.to_frame().iloc[0]
     assert (row["accept_queue"], row["somaxconn"]) == (50, network["somaxconn"])
+
+
+def test_a_run_stored_with_the_old_word_iteration_reads_as_window(tmp_path):
+    from benchlab.store.results import read
+
+    run = Run(id="old", params={"server": "s", "repeat": 1, "window": 2, "fork": "f"}, metrics={"rps": 1.0},
+              metadata={})
+    save(run, tmp_path)
+    doc = json.loads((tmp_path / "run.json").read_text())
+    doc["version"], doc["params"] = 3, {"server": "s", "repeat": 1, "iteration": 2, "fork": "f"}
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    assert read(tmp_path / "run.json").params["window"] == 2

@@ -72,7 +72,7 @@ def test_windows_of_a_fork_are_left_out_one_by_one_and_the_fork_keeps_its_clean_
     rows = []
     for fork, values in (("f1", [100.0, 40.0, 102.0]), ("f2", [98.0, 99.0, 97.0])):
         for i, value in enumerate(values):
-            rows.append({"server": "a", "rps": value, "repeat": int(fork[1]), "iteration": i + 1, "fork": fork,
+            rows.append({"server": "a", "rps": value, "repeat": int(fork[1]), "window": i + 1, "fork": fork,
                          "id": f"{fork}-i{i}", "dip": -0.5 if value < 50 else 0.0, "dip_s": 3.0})
     clean, left = validity.usable(frame(rows))
     assert len(clean) == 5 and list(left.values())[0]["forks_left"] == 0

@@ -81,7 +81,7 @@ def varying(frame: pd.DataFrame) -> list[str]:
 # --- forks: a server process, warmed once, and the windows measured in it --------------------------------
 
 def fork_key(fork, run_id, started_at) -> str:
-    """A run's fork, as a key: the stored ``fork``, or for a run stored before forks had iterations (or
+    """A run's fork, as a key: the stored ``fork``, or for a run stored before forks had several windows (or
     made in memory) its id and start, so that it is its own fork of one window."""
     return fork if isinstance(fork, str) else f"{run_id}@{started_at}"
 
@@ -118,7 +118,7 @@ def forks(runs: pd.DataFrame) -> pd.DataFrame:
         return runs.assign(windows=1)
     numeric = [c for c in runs.columns
                if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
-               and c not in (*CELL, "repeat", "iteration")]
+               and c not in (*CELL, "repeat", "window")]
     grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
     first = grouped.nth(0).set_index("_fork")
     first[numeric] = grouped[numeric].mean()

@@ -78,7 +78,7 @@ def enough(records, baseline: str, precision: float, *, alpha: float = 0.05) -> 
 
 # --- the design: how many windows a fork, from what forks and windows cost and how much each varies ----------
 
-#: iterations="auto": the windows of each fork in the first two rounds, which measure both noises.
+#: windows="auto": the windows of each fork in the first two rounds, which measure both noises.
 PILOT_WINDOWS = 3
 #: The most windows a fork the rule chooses. Back to back (interleave="forks"), past 10 a fork's own drift matters
 #: more than its noise. Spread over a round (interleave="windows"), 8: the most measured here
@@ -95,17 +95,17 @@ def costs(records) -> tuple[float, float]:
     Falls back on warmup_s
     and the measured time."""
     ok = [r for r in records if r.status == "ok"]
-    later_spans = [span([r]) for r in ok if (r.params.get("iteration") or 1) > 1]
+    later_spans = [span([r]) for r in ok if (r.params.get("window") or 1) > 1]
     later = [s for s in later_spans if s is not None and s > 0]
     window = (sum(later) / len(later) if later else
               sum(float(r.metrics.get("elapsed_s") or r.params.get("duration") or 0) for r in ok) / max(len(ok), 1))
-    first_spans = [span([r], forks=True) for r in ok if (r.params.get("iteration") or 1) == 1]
+    first_spans = [span([r], forks=True) for r in ok if (r.params.get("window") or 1) == 1]
     firsts = [float(r.metrics["fork_s"]) for r in ok
-              if (r.params.get("iteration") or 1) == 1 and r.metrics.get("fork_s") is not None]
+              if (r.params.get("window") or 1) == 1 and r.metrics.get("fork_s") is not None]
     if not firsts:
         firsts = [s - window for s in first_spans if s is not None]
     if not firsts:
-        firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("iteration") or 1) == 1]
+        firsts = [float(r.metrics.get("warmup_s") or 0) for r in ok if (r.params.get("window") or 1) == 1]
     fork = sum(firsts) / len(firsts) if firsts else 0.0
     return max(fork, 0.0), max(window, 1e-3)
 
@@ -205,7 +205,7 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
     out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan,
            "note": custom.note(custom.attached(records))}  # a running server's forks are windows of it
     if math.isnan(b2) or math.isnan(w2):
-        return _noted({**out, "iterations": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
+        return _noted({**out, "windows": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
                        "apart: the pilot's windows a fork are kept"})
     own = beyond_round(records, w2) if paired else math.nan  # judged by round, the round's share leaves every ratio
     apart = f"forks differ by {math.sqrt(b2):.1%}"
@@ -217,7 +217,7 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
     most = MAX_WINDOWS[interleave]
     chosen = most if math.isinf(raw) else int(min(most, max(1, round(raw))))  # forks that agree: windows only
     saved = saving(b2, w2, fork_s, window_s, chosen)
-    return _noted({**out, "iterations": chosen, "saving": saved, "why": (
+    return _noted({**out, "windows": chosen, "saving": saved, "why": (
         f"{chosen} window{'s' if chosen != 1 else ''} a fork: a fork costs {fork_s:.0f} s before its first "
         f"window (start, verify, warm-up) and a window {window_s:.0f} s; {apart} "
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
@@ -234,21 +234,21 @@ class Rule:
     """One comparison's stopping rule and windows a fork, asked between forks as the runs come in.
 
     ``repeats="auto"`` stops once a whole round is done (past the first two) and every ratio to
-    ``baseline`` is within +/- ``precision`` (:func:`enough`); ``iterations="auto"`` gives each fork of the
+    ``baseline`` is within +/- ``precision`` (:func:`enough`); ``windows="auto"`` gives each fork of the
     first two rounds :data:`PILOT_WINDOWS` windows, then the :func:`design` chosen from them. A ``budget``
     (:class:`benchlab.analysis.budget.Budget`) stops it before a round that would not fit in what is left.
 
-    >>> rule = Rule(repeats=3, iterations=2, precision=0.03, baseline="spring-tomcat")
+    >>> rule = Rule(repeats=3, windows=2, precision=0.03, baseline="spring-tomcat")
     >>> rule.stop([], repeat=1, new_round=False), rule.windows([], repeat=1)
     (False, 2)
     """
 
-    def __init__(self, *, repeats, iterations, precision: float, baseline: str, interleave: Interleave = "forks",
+    def __init__(self, *, repeats, windows, precision: float, baseline: str, interleave: Interleave = "forks",
                  budget=None):
-        self.by_precision, self.by_design = repeats == AUTO, iterations == AUTO
+        self.by_precision, self.by_design = repeats == AUTO, windows == AUTO
         self.budget = budget
         self.interleave = interleave
-        self.iterations, self.precision, self.baseline = iterations, precision, baseline
+        self.windows_a_fork, self.precision, self.baseline = windows, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
         # the ratios will be judged by round (cells.rounds) if the comparison may run rounds enough for it
         self.paired = repeats == AUTO or repeats >= pairs.reach(0.05)
@@ -256,7 +256,7 @@ class Rule:
     @property
     def first_windows(self) -> int:
         """The windows a fork of the first round gets: what a progress bar can plan with."""
-        return PILOT_WINDOWS if self.by_design else self.iterations
+        return PILOT_WINDOWS if self.by_design else self.windows_a_fork
 
     def stop(self, records, *, repeat: int, new_round: bool, forks: int = 1) -> bool:
         """Whether the comparison has what it asked for, or its budget cannot pay for round ``repeat`` of ``forks``
@@ -270,16 +270,16 @@ class Rule:
     def windows(self, records, *, repeat: int) -> int:
         """The windows the fork of round ``repeat`` measures."""
         if not self.by_design:
-            return self.iterations
+            return self.windows_a_fork
         if repeat > 2 and self.chosen is None:
             self.chosen = design(records, interleave=self.interleave, paired=self.paired)
-        return self.chosen["iterations"] if self.chosen else PILOT_WINDOWS
+        return self.chosen["windows"] if self.chosen else PILOT_WINDOWS
 
     def describe(self, suite, records) -> None:
         """Say on ``suite`` the design it ran with and the precision it reached, where the caller asked."""
         if self.by_design:
             suite.design = self.chosen or {**design(records, interleave=self.interleave, paired=self.paired),
-                                           "iterations": PILOT_WINDOWS,
+                                           "windows": PILOT_WINDOWS,
                                            "why": f"{PILOT_WINDOWS} windows a fork: the pilot's, as the "
                                                   "comparison ended within its two rounds"}
         if self.by_precision:
@@ -299,7 +299,7 @@ class Rule:
         rounds = len({r.params.get("repeat") for r in records if r.status == "ok"})
         fork_s, window_s = costs(records)
         forks = len({(r.params.get("server"), r.params.get("repeat")) for r in records}) / max(rounds, 1)
-        round_s = forks * (fork_s + (self.chosen or {}).get("iterations", PILOT_WINDOWS) * window_s)
+        round_s = forks * (fork_s + (self.chosen or {}).get("windows", PILOT_WINDOWS) * window_s)
         wide = widest(records, self.baseline)
         more = budget.forecast(wide, rounds, round_s, self.precision)
         return {"asked_s": self.budget.seconds, "spent_s": round(self.budget.spent, 1), "rounds": rounds,

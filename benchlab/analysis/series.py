@@ -201,7 +201,7 @@ def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
 
 
 def of_run(run) -> pd.DataFrame | None:
-    """A stored run's series (:func:`window`), with its ``id``, ``server``, ``status``, ``fork`` and ``iteration``;
+    """A stored run's series (:func:`window`), with its ``id``, ``server``, ``status``, ``fork`` and ``window``;
     None for a run without samples (a failed one).
 
     >>> from benchlab.store.results import Run
@@ -221,7 +221,7 @@ def of_run(run) -> pd.DataFrame | None:
                    server_cores=len(params.get("server_cpus") or []) or 1,
                    load_cores=len([c for c in load_cpus if c not in (params.get("server_cpus") or [])]) or 1,
                    benchlab_on_load=not spare or set(spare) <= set(load_cpus))
-    frame.insert(0, "iteration", params.get("iteration") or 1)
+    frame.insert(0, "window", params.get("window") or 1)
     frame.insert(0, "fork", params.get("fork") or f"{run.id}@{run.started_at}")
     frame.insert(0, "status", run.status)
     frame.insert(0, "server", params.get("server"))

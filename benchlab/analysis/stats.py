@@ -193,7 +193,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     ``1 - alpha`` (``ci_method`` says how), the ratio to the baseline server with its interval
     (``ratio_method`` says how), plus the cell's flags.
 
-    ``n`` counts forks (server processes): with ``compare(iterations=m)`` each fork's windows are averaged
+    ``n`` counts forks (server processes): with ``compare(windows=m)`` each fork's windows are averaged
     first, and the intervals and tests take the fork means, since windows of one process are not
     independent. ``windows`` is how many windows went in, and ``between_cv`` and ``within_cv`` split their
     spread into fork-to-fork and window-to-window (:func:`components`).
@@ -258,7 +258,7 @@ def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd
     (each fork's mean over its windows), ``mean`` and the mean's interval at ``1 - alpha``, ``cv``, then
     ``windows`` (how many went in) and ``within_cv`` (how far one fork's windows lay apart; NaN when each fork
     is one window). The columns are named so whatever the data: a run of one window (``run()``, or
-    ``compare()`` with one iteration) is a fork of one window.
+    ``compare()`` with one window a fork) is a fork of one window.
 
     Cells other than the server become part of the row index when the runs hold more than one.
     """

@@ -31,7 +31,7 @@ class Suite:
 
     #: repeats="auto": {"asked", "reached", "repeats", "widest"} of the precision rule; None otherwise.
     precision: dict | None = None
-    #: iterations="auto": the windows a fork chosen, with the costs and spreads behind it
+    #: windows="auto": the windows a fork chosen, with the costs and spreads behind it
     #: (:func:`benchlab.analysis.precision.design`); None otherwise.
     design: dict | None = None
     #: budget=: what the budget bought (:meth:`benchlab.analysis.precision.Rule.spent`): the time asked and spent,
@@ -125,7 +125,7 @@ class Suite:
     @property
     def series(self):
         """Every measured window second by second, one row per run and second: ``id``, ``server``, ``status``,
-        ``fork``, ``iteration``, then :data:`benchlab.analysis.series.COLUMNS` (throughput, the run's own CPU, what
+        ``fork``, ``window``, then :data:`benchlab.analysis.series.COLUMNS` (throughput, the run's own CPU, what
         other processes and the host took of its cores, JIT, GC, and whether the second was disturbed). Runs
         stored before the machine was watched have no machine columns (NaN); a damaged samples file gives none."""
         import pandas as pd
@@ -133,7 +133,7 @@ class Suite:
         from . import series
 
         frames = [f for f in self._each(series.of_run) if f is not None and len(f)]
-        columns = ["id", "server", "status", "fork", "iteration", *series.COLUMNS]
+        columns = ["id", "server", "status", "fork", "window", *series.COLUMNS]
         return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
     @property

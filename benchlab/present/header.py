@@ -158,7 +158,7 @@ def _repeats(table, ok) -> str:
     from .charts.frames import most_repeats
 
     failed = int((table["status"] == "failed").sum())
-    windows = int(ok["iteration"].max()) if "iteration" in ok and ok["iteration"].notna().any() else 1
+    windows = int(ok["window"].max()) if "window" in ok and ok["window"].notna().any() else 1
     each = f", each a fork of {windows} measured windows" if windows > 1 else ""
     runs = f"{len(table)} run{'s' if len(table) != 1 else ''}"
     return (f"{most_repeats(table)} per server and setup{each}; {runs}, "

@@ -137,7 +137,7 @@ def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, 
     """The ``compare()`` options of protocol ``which`` (:data:`PROTOCOLS`) for ``experiment``, and the
     protocol in words. controlled: ``repeats`` fresh servers each, interleaved, warmed by ``warmup``;
     theirs: the source's warm-up (none, mostly) and its runs, back to back against one server each
-    (``repeats=1, iterations=runs``), the servers one after another in their sequence where it is known.
+    (``repeats=1, windows=runs``), the servers one after another in their sequence where it is known.
 
     >>> protocol_options(claims.read(), "wrk", "theirs", repeats=3, warmup="auto")["said"]
     'no warm-up, 3 runs back to back against one server each, the servers one after another'
@@ -151,7 +151,7 @@ def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, 
     warm = "no warm-up" if seconds == 0 else f"a {seconds:g} s warm-up"
     said = (f"{warm}, {runs} run{'s' if runs != 1 else ''} back to back against one server each, the servers one "
             f"after another" + (f" ({', '.join(sequence)})" if sequence else ""))
-    return {"options": {"repeats": 1, "iterations": runs, "warmup": seconds}, "sequence": sequence, "said": said}
+    return {"options": {"repeats": 1, "windows": runs, "warmup": seconds}, "sequence": sequence, "said": said}
 
 
 def in_sequence(servers: list, sequence: list | None) -> list:

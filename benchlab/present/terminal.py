@@ -152,7 +152,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print(f"budget: {spent['text']}")
         design = getattr(suite, "design", None)
         if design:
-            _print(f"iterations=auto: {design['why']}")
+            _print(f"windows=auto: {design['why']}")
         took = suite.wall_s
         if took is not None:
             _print(f"the runs took {wall_text(took)} of wall time, first start to last end")

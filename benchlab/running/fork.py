@@ -169,7 +169,7 @@ class Fork:
         run_dir, run_id = self.windows[len(self.records)]
         run_dir.mkdir(parents=True, exist_ok=True)
         exc = self.error
-        broken = Run(id=run_id, params={**self.spec.params(self.repeat), "iteration": len(self.records) + 1},
+        broken = Run(id=run_id, params={**self.spec.params(self.repeat), "window": len(self.records) + 1},
                      metrics={}, metadata=getattr(exc, "metadata", {}), status="failed",
                      error=f"{type(exc).__name__}: {exc}", suite=self.suite, label=self.label, key=self.key,
                      started_at=self.started_at, finished_at=now(), files=files(run_dir), directory=str(run_dir))

@@ -79,11 +79,11 @@ def check_repeats(repeats, *, auto: bool = False) -> None:
 def check_design(comparison: Comparison) -> None:
     """The options that shape a comparison rather than one run: the forks, the windows a fork and their order,
     the precision asked of ``repeats="auto"`` and its ceiling, the budget, and whether servers restart."""
-    repeats, iterations, interleave = comparison.design()
+    repeats, windows, interleave = comparison.design()
     restart, precision, max_repeats = comparison.restart, comparison.precision, comparison.max_repeats
     check_repeats(repeats, auto=True)
-    if iterations != AUTO and (isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1):
-        raise UsageError(f"iterations must be a whole number of 1 or more, or auto, not {iterations!r}")
+    if windows != AUTO and (isinstance(windows, bool) or not isinstance(windows, int) or windows < 1):
+        raise UsageError(f"windows must be a whole number of 1 or more, or auto, not {windows!r}")
     if restart not in RESTARTS:
         raise UsageError(f"unknown restart {restart!r}: choose one of {', '.join(RESTARTS)}")
     if interleave not in INTERLEAVES:

@@ -41,6 +41,12 @@ MAX_RETAKES = 5
 #: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
+#: Options' old names, still read: ``compare(iterations=3)`` is ``compare(windows=3)``.
+OLD_NAMES = {"iterations": "windows"}
+#: Options' old values, still read: ``restart="each-run"`` is ``restart="each-fork"`` (a run is a window; a fresh
+#: server comes with each fork).
+OLD_VALUES = {"restart": {"each-run": "each-fork"}}
+
 #: The servers a comparison takes when none are named: the servlet servers, one application on three containers.
 DEFAULT_SERVERS = ("spring-tomcat", "spring-jetty", "spring-undertow")
 
@@ -133,7 +139,7 @@ class RunOptions:
 @dataclass(frozen=True)
 class Comparison:
     """Every option of :func:`benchlab.compare`: its servers, scenarios and load points, how its forks and windows
-    are laid out and when it stops, and (``run``) the options its runs share. ``repeats``, ``iterations`` and
+    are laid out and when it stops, and (``run``) the options its runs share. ``repeats``, ``windows`` and
     ``interleave`` left None are chosen: 3, 1 and "forks", or with a ``budget`` "auto", "auto" and "windows"
     (:meth:`design`)."""
 
@@ -147,9 +153,10 @@ class Comparison:
     rates: Any = option(None, "floats", "rate model: requests per second per cell, comma separated")
     repeats: int | str | None = option(None, "count", "forks per server and cell, interleaved; auto: until "
                                        "precision is reached (default: 3, or auto with --budget)")
-    iterations: int | str | None = option(None, "count", "measured windows per fork (a server process warmed "
-                                          "once; see --interleave); auto: chosen from what forks and windows cost "
-                                          "and how much each varies (default: 1, or auto with --budget)")
+    windows: int | str | None = option(None, "count", "measured windows per fork (a server process warmed once; "
+                                       "see --interleave); auto: chosen from what forks and windows cost and how "
+                                       "much each varies (default: 1, or auto with --budget)",
+                                       aliases=("--iterations",))
     interleave: Interleave | None = option(None, "text", "forks: each fork's windows back to back; windows: a "
                                            "round's forks kept running and their windows taken in turn, spread over "
                                            "the round (default: forks, or windows with --budget)",
@@ -161,8 +168,9 @@ class Comparison:
                                         "would not fit, and says what more time would buy")
     order: Order = option("interleaved", "text", "the order of the runs in each repeat", choices=ORDERS)
     seed: int | None = option(None, "int", "the seed of order=shuffled")
-    restart: Restart = option("each-run", "text", "a fresh server for each fork, or one per server kept for all",
-                          choices=RESTARTS)
+    restart: Restart = option("each-fork", "text", "each-fork: a fresh server for each fork; never: one per server, "
+                              "kept for all its forks (each-run, the old spelling, is read as each-fork)",
+                              choices=RESTARTS)
     baseline: str | None = option(None, "text", "the server the others are compared with (default: the first)")
     factors: Any = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
                           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, "
@@ -177,11 +185,16 @@ class Comparison:
         shared = {k: v for k, v in given.items() if k not in own}
         return cls(**mine, run=RunOptions.of(**shared))
 
+    def __post_init__(self) -> None:
+        for name, old in OLD_VALUES.items():  # an old spelling read as the new
+            if getattr(self, name) in old:
+                object.__setattr__(self, name, old[getattr(self, name)])
+
     def design(self) -> tuple[int | str, int | str, Interleave]:
-        """``(repeats, iterations, interleave)`` as this comparison runs them: given, else chosen for it."""
+        """``(repeats, windows, interleave)`` as this comparison runs them: given, else chosen for it."""
         budgeted = self.budget is not None
         return (self.repeats if self.repeats is not None else (AUTO if budgeted else 3),
-                self.iterations if self.iterations is not None else (AUTO if budgeted else 1),
+                self.windows if self.windows is not None else (AUTO if budgeted else 1),
                 self.interleave if self.interleave is not None else ("windows" if budgeted else "forks"))
 
 
@@ -258,6 +271,9 @@ def keywords(function):
 
     @functools.wraps(function)
     def checked(*args, **kwargs):
+        for old, new in OLD_NAMES.items():  # the old spelling of an option, still read
+            if old in kwargs and old not in names and new in names and new not in kwargs:
+                kwargs[new] = kwargs.pop(old)
         unknown = [k for k in kwargs if k not in names]
         if unknown:
             near = difflib.get_close_matches(unknown[0], names, n=1)

@@ -207,7 +207,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
         "server_alive_after_load": True,
         **({"fork_started_at": fork.started_at} if first else {}),  # its wall time: benchlab.analysis.wall.span
     }
-    return Run(id=run_id, params={**spec.params(fork.repeat), "iteration": number, "fork": fork.name},
+    return Run(id=run_id, params={**spec.params(fork.repeat), "window": number, "fork": fork.name},
                metrics=metrics, samples=tuple(measured.samples), counters=tuple(measured.counters),
                machine=tuple(measured.machine), metadata=metadata, suite=fork.suite, label=fork.label,
                key=fork.key, started_at=started, finished_at=now(), files=files(run_dir), directory=str(run_dir))

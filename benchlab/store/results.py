@@ -24,9 +24,9 @@ from .files import parse_json, why, write_atomic  # noqa: F401  (histogram and r
 from .samples import SAMPLES_FILE, SAMPLES_FORMAT, SAMPLES_VERSION, Counters, Machine, Samples, document  # noqa: F401
 
 FORMAT = "benchlab-run"
-#: 4: a run can be "retaken" (a disturbed window measured again), and its samples.json may hold what its cores did;
-#: 3: params carry iteration and fork (a fork's windows are runs); 2: the samples moved out of run.json into
-#: samples.json; version 1 kept them inline.
+#: 4: a run can be "retaken" (a disturbed window measured again), its samples.json may hold what its cores did, and
+#: its window's number is ``window``; 3: params carry ``iteration`` (read as ``window``) and ``fork`` (a fork's windows
+#: are runs); 2: the samples moved out of run.json into samples.json; version 1 kept them inline.
 FORMAT_VERSION = 4
 
 #: The most a run.json may hold: its samples are beside it, so a real one is some kilobytes.
@@ -182,11 +182,15 @@ class Run:
 
 def migrate(doc: dict, source: str = "") -> dict:
     """Bring an older format version up to :data:`FORMAT_VERSION`. Version 1 kept the samples inline, as a
-    list, which :meth:`Run.from_json` still reads. A run of version 1 or 2 has no iteration or fork: it is
+    list, which :meth:`Run.from_json` still reads. A run of version 1 or 2 has no window or fork: it is
     its own fork of one window (:func:`benchlab.analysis.cells.forks` reads it so), and nothing else changed.
-    Version 4 added a status and samples.json keys that older runs simply do not use."""
+    Version 4 added a status and samples.json keys that older runs simply do not use, and named a fork's windows
+    ``window`` (before: ``iteration``, read as it)."""
     if doc["version"] < 1:
         raise ResultsError(f"{source}: format version {doc['version']} is older than any benchlab wrote")
+    params = doc.get("params")
+    if doc["version"] < 4 and isinstance(params, dict) and "iteration" in params and "window" not in params:
+        doc["params"] = {**params, "window": params["iteration"]}  # the word was "iteration" before version 4
     return doc
 
 

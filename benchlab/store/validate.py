@@ -21,7 +21,7 @@ _SIGNED, _TEXT, _FLAGS = ("drift", "dip"), ("note", "warmup_class", "others"), (
 _METRIC_NUMBERS = tuple(m for m in (*METRICS, *RESOURCES) if m not in (*_SIGNED, *_TEXT, *_FLAGS))
 
 #: The params that are numbers >= 0, those that are lists, and the other columns: any scalar.
-_PARAM_NUMBERS = ("connections", "threads", "users", "loops", "load_cores", "repeat", "iteration", "max_threads",
+_PARAM_NUMBERS = ("connections", "threads", "users", "loops", "load_cores", "repeat", "window", "max_threads",
                   "rate", "duration", "timeout")
 _PARAM_LISTS = {"server_cpus": int, "load_cpus": int, "jvm_opts": str}
 _PARAM_SCALARS = tuple(p for p in PARAMS if p not in (*_PARAM_NUMBERS, *_PARAM_LISTS, "warmup"))
