@@ -150,7 +150,8 @@ def test_the_old_spellings_are_still_read():
     from benchlab.running.matrix import check_design
 
     checked = api.compare.__wrapped__  # the function under @keywords: the aliases are the decorator's
-    assert "windows" in inspect.signature(checked).parameters and "iterations" not in inspect.signature(checked).parameters
+    parameters = inspect.signature(checked).parameters
+    assert "windows" in parameters and "iterations" not in parameters
     comparison = declared.Comparison.of(windows=3, restart="each-run")
     assert comparison.restart == "each-fork" and comparison.design()[1] == 3
     check_design(comparison)
