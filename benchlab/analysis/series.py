@@ -8,7 +8,7 @@ in a container). The other processes' CPU is the cores' user+system time less th
 server's tree on the server's cores; the load tool's tree and benchlab's own process on the load's), read a
 quarter second at a time (:mod:`benchlab.running.machine`).
 
-:func:`window` gives a run's series as a frame; :func:`disturbance` the figures the flags ``interference``,
+:func:`per_second` gives a run's series as a frame; :func:`disturbance` the figures the flags ``interference``,
 ``steal`` and ``dip`` read (:mod:`benchlab.analysis.flags`), stored with the run as it is measured.
 """
 
@@ -90,7 +90,7 @@ def throughput(samples: Sequence, rps: float | None, edges: np.ndarray) -> np.nd
     return per_bin * scale
 
 
-def window(samples: Sequence, counters: Sequence = (), machine: Sequence = (), *, rps: float | None = None,
+def per_second(samples: Sequence, counters: Sequence = (), machine: Sequence = (), *, rps: float | None = None,
            seconds: float | None = None, server_cores: int = 1, load_cores: int = 1, benchlab_on_load: bool = True,
            width: float = 1.0) -> pd.DataFrame:
     """One window's series: a row per ``width`` seconds (:data:`COLUMNS`); CPU figures in cores (1.0 is one
@@ -101,7 +101,7 @@ def window(samples: Sequence, counters: Sequence = (), machine: Sequence = (), *
     >>> rows = [(t / 4, "load", 50.0, 1, 1000.0 * t) for t in range(9)]
     >>> rows += [(t / 4, "server", 90.0, 1, None) for t in range(9)]
     >>> cores = [(t / 4, g, busy, 0.0, 0.0) for t in range(1, 9) for g, busy in (("server", 140.0), ("load", 52.0))]
-    >>> window(rows, machine=cores, rps=100.0)[["t", "server_cpu", "other_server", "disturbed"]].values.tolist()
+    >>> per_second(rows, machine=cores, rps=100.0)[["t", "server_cpu", "other_server", "disturbed"]].values.tolist()
     [[0.0, 0.9, 0.5, True], [1.0, 0.9, 0.5, True]]
     """
     times = [s[0] for s in samples] + [m[0] for m in machine]
@@ -144,7 +144,7 @@ def _group(machine: Sequence, group: str, edges: np.ndarray) -> dict[str, np.nda
 
 
 def disturbance(series: pd.DataFrame, *, server_cores: int = 1, load_cores: int = 1) -> dict:
-    """What the flags read of a window's series (:func:`window`): the seconds other processes took more than
+    """What the flags read of a window's series (:func:`per_second`): the seconds other processes took more than
     :data:`OTHER_LIMIT` of the server's cores (``other_server_s``) and how many cores they took then, on average
     (``other_server_cpu``); the same of the load's cores; the seconds and cores of steal; None where the
     machine was not watched.
@@ -201,7 +201,7 @@ def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
 
 
 def of_run(run) -> pd.DataFrame | None:
-    """A stored run's series (:func:`window`), with its ``id``, ``server``, ``status``, ``fork`` and ``window``;
+    """A stored run's series (:func:`per_second`), with its ``id``, ``server``, ``status``, ``fork`` and ``window``;
     None for a run without samples (a failed one).
 
     >>> from benchlab.store.results import Run
@@ -217,7 +217,7 @@ def of_run(run) -> pd.DataFrame | None:
     cores = (run.metadata or {}).get("cores") or {}
     spare = cores.get("benchlab_cpus") if isinstance(cores, dict) else None
     load_cpus = params.get("load_cpus") or []
-    frame = window(run.samples, run.counters, run.machine, rps=metrics.get("rps"), seconds=metrics.get("elapsed_s"),
+    frame = per_second(run.samples, run.counters, run.machine, rps=metrics.get("rps"), seconds=metrics.get("elapsed_s"),
                    server_cores=len(params.get("server_cpus") or []) or 1,
                    load_cores=len([c for c in load_cpus if c not in (params.get("server_cpus") or [])]) or 1,
                    benchlab_on_load=not spare or set(spare) <= set(load_cpus))

@@ -146,6 +146,48 @@ def busiest(before: dict, after: dict, *, own: set[int], cpus, top: int = 3, lea
     return sorted(used, key=lambda p: -p["cpu_s"])[:top]
 
 
+class Culprits:
+    """Who else ran on a window's cores: ``/proc`` read (:func:`snapshot`) at most once a second, and only while
+    other processes take more than ``share`` of a group's cores, each other process's CPU added up between reads.
+    Two reads, before and after the window, would miss a process that started and ended inside it (a build step,
+    a test); reading only while the cores are disturbed costs the run nothing the rest of the time.
+
+    ``groups`` are the run's cores by role, ``own`` its processes (the server's tree, the load tool's, benchlab's).
+    """
+
+    def __init__(self, groups: dict[str, tuple[int, ...]], own: set[int], share: float, *, every: float = 1.0):
+        self.groups, self.own, self.share, self.every = groups, set(own), share, every
+        self.cpus = [c for group in groups.values() for c in group]
+        self._last, self._at = snapshot(), time.monotonic()
+        self.used: dict[int, dict] = {}
+
+    def add(self, pid: int | None) -> None:
+        """One more of the run's own processes (the load tool, once it has started)."""
+        if pid is not None:
+            self.own.add(pid)
+
+    def tick(self, busy: dict[str, float], cpus: dict[str, float]) -> None:
+        """One monitor tick: each group's busy CPU and each role's (``server``, ``load``, ``benchlab``), in %."""
+        own = {"server": cpus.get("server", 0.0), "load": cpus.get("load", 0.0) + cpus.get("benchlab", 0.0)}
+        shares = [max(0.0, busy[g] - own.get(g, 0.0)) / (100.0 * len(self.groups[g])) for g in busy if g in self.groups]
+        if max(shares, default=0.0) <= self.share or time.monotonic() - self._at < self.every:
+            return
+        self.read()
+
+    def read(self) -> None:
+        """Add up what other processes on the cores used since the last read."""
+        now = snapshot()
+        for found in busiest(self._last, now, own=self.own, cpus=self.cpus, top=1000, least=0.0):
+            known = self.used.setdefault(found["pid"], {**found, "cpu_s": 0.0})
+            known["cpu_s"] = round(known["cpu_s"] + found["cpu_s"], 2)
+            known["core"] = found["core"]
+        self._last, self._at = now, time.monotonic()
+
+    def busiest(self, top: int = 3, least: float = 0.05) -> list[dict]:
+        """The processes that used the most of the cores, most first, each over ``least`` CPU seconds."""
+        return sorted((p for p in self.used.values() if p["cpu_s"] > least), key=lambda p: -p["cpu_s"])[:top]
+
+
 def named(processes: list[dict]) -> str:
     """The busiest other processes in words: ``"python3 (PID 812) 5.9 s on core 0"``.
 

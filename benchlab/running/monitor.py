@@ -98,6 +98,8 @@ class Monitor:
         #: when cores are watched (:meth:`watch_cores`).
         self.machine: list[tuple] = []
         self._cores: Callable[[], dict] | None = None
+        #: who else ran on the cores (:class:`~benchlab.running.machine.Culprits`), told each tick's CPU
+        self.culprits = None
         self._perfdata = None
         self._probes: dict[str, Probe] = {}
         self._stop = threading.Event()
@@ -146,7 +148,9 @@ class Monitor:
             next_at += self.interval
             with self._lock:
                 probes = list(self._probes.items())
+            cores = len(self.machine)
             self._read_cores(round(time.monotonic() - self._t0, 3))
+            cpus: dict[str, float] = {}
             for role, probe in probes:
                 try:
                     cpu, rss, *io = probe()
@@ -155,6 +159,9 @@ class Monitor:
                 if cpu is not None or rss is not None:
                     self.samples.append(Sample(round(time.monotonic() - self._t0, 3), role, cpu, rss,
                                                io[0] if io else None))
+                    cpus[role] = cpu or 0.0
+            if self.culprits is not None:
+                self.culprits.tick({row[1]: row[2] for row in self.machine[cores:]}, cpus)
             self._read_counters()
 
     def __enter__(self) -> Monitor:

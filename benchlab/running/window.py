@@ -67,17 +67,15 @@ def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float
     try:
         quiet = (machine.wait_quiet(cores, own, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT) if cores
                  else {"waited_s": 0.0, "quiet": None})
-        seen = machine.snapshot() if cores else {}
-        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited)
+        culprits = machine.Culprits(cores, own | {_self()}, series.OTHER_LIMIT) if cores else None
+        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits)
     finally:
         machine.restore(before)
     measured.metrics["quiet_wait_s"] = quiet["waited_s"]
-    load_pid = measured.cores.pop("load_pid", None)
-    if cores and _disturbed(measured.metrics, spec):
-        everyone = own | {load_pid, _self()}
-        found = machine.busiest(seen, machine.snapshot(), own=everyone,
-                                cpus=[c for group in cores.values() for c in group])
-        measured.metrics["others"] = machine.named(found) or None
+    measured.cores.pop("load_pid", None)
+    if culprits is not None and _disturbed(measured.metrics, spec):
+        culprits.read()  # what ran since the last read, to the window's end
+        measured.metrics["others"] = machine.named(culprits.busiest()) or None
     measured.cores.update(quiet=quiet, benchlab_cpus=sorted(_affinity(spec)) if cores else None)
     return measured
 
@@ -97,7 +95,8 @@ def _affinity(spec) -> set[int]:
     return spare or (set(spec.load_cpus) - set(spec.server_cpus)) or everyone
 
 
-def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, waited: float) -> Measured:
+def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, waited: float,
+          culprits=None) -> Measured:
     """The window's load with its monitor: the metrics, the rows, and the cores' whole-window share."""
     cpus = sorted({*spec.server_cpus, *spec.load_cpus})
     began, busy = time.monotonic(), locks.cpu_seconds(cpus) if cores else None
@@ -109,15 +108,22 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
         monitor.watch_counters(jvm)
         if cores:
             monitor.watch_cores(cores)
+            monitor.culprits = culprits
+
+        def started(pid: int) -> None:
+            load_pid.append(pid)
+            if culprits is not None:
+                culprits.add(pid)
+
         metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
                                         workdir=run_dir, phase="measure", monitor=monitor, runner=runner,
-                                        on_start=load_pid.append)
+                                        on_start=started)
     seconds = time.monotonic() - began
     samples = [s.astuple() for s in monitor.samples]
     measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
                 **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
     server_cores, load_cores = len(cores.get("server", ())), len(cores.get("load", ())) or 1
-    frame = series.window(samples, monitor.counters, monitor.machine, rps=metrics.get("rps"),
+    frame = series.per_second(samples, monitor.counters, monitor.machine, rps=metrics.get("rps"),
                           seconds=metrics.get("elapsed_s") or spec.load.planned_seconds,
                           server_cores=server_cores or 1, load_cores=load_cores,
                           benchlab_on_load=not (_affinity(spec) - set(spec.load_cpus)))
@@ -232,6 +238,20 @@ def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int):
                                metadata={**record.metadata, "retaken": {"attempt": attempt, "for": record.id,
                                                                         "flags": [flag for flag, _ in why]}})
     save(kept, aside)
-    print(f"benchlab: {record.id} was disturbed ({why[0][1].split(':')[0]}): measuring it again "
+    print(f"benchlab: {record.id} was disturbed ({_what(why[0][1])}): measuring it again "
           f"(retake {attempt} of at most {retakes})", file=sys.stderr, flush=True)
     return kept
+
+
+def _what(text: str) -> str:
+    """A flag's line up to its first ": " outside parentheses: what happened, without why it matters.
+
+    >>> _what("other processes took 0.40 of core 0 (busiest: sh): the server had less CPU")
+    'other processes took 0.40 of core 0 (busiest: sh)'
+    """
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(": ", i):
+            return text[:i]
+    return text
