@@ -80,7 +80,7 @@ def test_throughput_has_mean_ci_and_repeats_faceted_by_scenario_and_load(suite_r
     assert bar["mark"]["type"] == "bar" and bar["encoding"]["y"]["field"] == "value"
     assert errorbar["mark"]["type"] == "errorbar"
     assert (errorbar["encoding"]["y"]["field"], errorbar["encoding"]["y2"]["field"]) == ("ci_low", "ci_high")
-    assert dots["mark"]["type"] == "circle"
+    assert dots["mark"]["type"] == "point"
     for layer in (bar, dots):
         assert layer["encoding"]["x"] == {**layer["encoding"]["x"], "field": "server", "type": "nominal"}
         assert layer["encoding"]["tooltip"]
@@ -100,7 +100,7 @@ def test_throughput_with_one_repeat_has_no_interval():
     values = list(chart.to_dict()["datasets"].values())[0]
     cell = next(v for v in values if v["kind"] == "cell")
     assert cell["n"] == 1 and cell["ci_low"] is None and cell["ci_high"] is None
-    assert [layer["mark"]["type"] for layer in layers(chart.to_dict())] == ["bar", "circle"]   # no error bars
+    assert [layer["mark"]["type"] for layer in layers(chart.to_dict())] == ["bar", "point"]   # no error bars
     rendered(chart)
 
 
@@ -386,3 +386,31 @@ def test_the_spectrum_labels_the_median_and_the_slowest_request(tmp_path):
     at = {text: spectrum._where(p) for p, text in spectrum.TICKS.items()}
     assert at["50"] == 2.0 and f"datum.value == {at['max']!r} ? 'max'" in label
     assert "'0'" not in label and "min" not in label, "the left end is unlabelled: a label there sat on the median's"
+
+
+def test_the_throughput_chart_follows_the_one_rule_and_keeps_its_axis():
+    """A generator-bound fork is a hollow dot that says why, out of the mean; a side with none left has no bar; and
+    two repeats far apart (a t interval of one degree of freedom) are cut at the axis, said in the subtitle."""
+    import dataclasses
+
+    def bound(run):
+        return dataclasses.replace(run, metrics={**run.metrics, "load_cpu_mean": 97.0})
+
+    runs = [make_run("spring-tomcat", 1, rps=1000.0), make_run("spring-tomcat", 2, rps=3000.0),
+            make_run("spring-jetty", 1, rps=1500.0), bound(make_run("spring-jetty", 2, rps=900.0)),
+            bound(make_run("nginx", 1, rps=5000.0)), bound(make_run("nginx", 2, rps=5100.0))]
+    chart = charts.throughput(frame(*runs))
+    spec = chart.to_dict()
+    values = list(spec["datasets"].values())[0]
+    jetty = next(v for v in values if v["kind"] == "cell" and v["server"] == "spring-jetty")
+    assert jetty["value"] == 1500.0 and jetty["n"] == 1, "the bound fork is not in the mean"
+    hollow = [v for v in values if v["kind"] == "left out"]
+    assert {v["server"] for v in hollow} == {"spring-jetty", "nginx"} and all("generator_bound" in v["left_out"]
+                                                                           for v in hollow)
+    assert not any(v["kind"] == "cell" and v["server"] == "nginx" for v in values), "no bar for a side not judged"
+    y = layers(spec)[0]["encoding"]["y"]["scale"]
+    tomcat = next(v for v in values if v["kind"] == "cell" and v["server"] == "spring-tomcat")
+    assert tomcat["ci_high"] > 1.5 * 5100.0 and y["domain"] == [0, 1.5 * 5100.0], "an absurd interval is cut"
+    subtitle = spec["title"]["subtitle"]
+    assert "cut at the axis" in (" ".join(subtitle) if isinstance(subtitle, list) else subtitle)
+    rendered(chart)

@@ -37,7 +37,11 @@ if TYPE_CHECKING:
 def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = None) -> alt.FacetChart:
     """Requests per second per server: the mean with its 95 % CI, and every repeat (a fork) as a dot.
 
-    The mean and its interval are the summary's: over fork means, a fork's windows averaged first.
+    The mean and its interval are the summary's: over fork means of the windows the one rule lets in
+    (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a fork left out (generator-bound, not
+    warm, disturbed...) is a hollow dot that says why, and a side with none left has no bar. An interval that
+    would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there, so the bars
+    stay readable, and the subtitle says so.
 
     One panel per scenario (rows) and load point (columns, e.g. '200 connections').
 
@@ -56,15 +60,25 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     import altair as alt
     import pandas as pd
 
+    from ...analysis.validity import fit, reasons
+
     frame, order = with_cells(finished(runs, "throughput"))
+    frame = frame.assign(left_out=["; ".join(why) for why in reasons(frame)])
     keys = ["scenario", "load_point", "server"]
-    forks = cell_forks(frame)  # a dot a fork, its windows' mean: the values the interval is taken over
-    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run",
+    forks = cell_forks(frame[fit(frame)])  # a dot a fork, its clean windows' mean: what the interval is over
+    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="",
                                                                            value=forks[metric].astype(float))
-    cells = _cell_means(frame, keys, metric)
-    table = pd.concat([dots, pd.DataFrame(cells)], ignore_index=True)
+    out = frame[~fit(frame)]
+    hollow = out[keys + ["id", "repeat", "connections", "left_out"]].assign(kind="left out", windows=1,
+                                                                           value=out[metric].astype(float))
+    cells = _cell_means(frame[fit(frame)], keys, metric)
+    table = pd.concat([dots, hollow, pd.DataFrame(cells)], ignore_index=True)
+    top, clipped = _axis(table)
+    if clipped:
+        cut = f"an interval of {clipped} past {top:,.0f} {metric} is cut at the axis: too few repeats to bound it"
+        note = f"{note}; {cut}" if note else cut
     unit = "requests/s"
-    bars, bars_ci, repeats = _throughput_marks(table, values(frame, "server"), metric, unit)
+    bars, bars_ci, repeats = _throughput_marks(table, values(frame, "server"), metric, unit, top=top)
     # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
     with_ci = any(number(c["ci_low"]) is not None for c in cells)
     layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
@@ -88,9 +102,36 @@ def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]
     return cells
 
 
-def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
-                      unit: str) -> tuple[alt.Chart, alt.Chart, alt.Chart]:
-    """The bars of the cells' means, their CI error bars and a dot per repeat, on one x axis of servers."""
+#: An interval reaching past this many times the largest mean or repeat drawn is cut at the axis.
+CLIP = 1.5
+
+
+def _axis(table: pd.DataFrame) -> tuple[float | None, str]:
+    """The top of the throughput axis, and which cells' intervals reach past it (""): :data:`CLIP` times the
+    largest figure drawn, where some interval would stretch the axis further."""
+    import numpy as np
+
+    drawn = pd_numbers(table["value"])
+    highs = pd_numbers(table["ci_high"]) if "ci_high" in table else np.zeros(0)
+    if not len(drawn) or not len(highs) or highs.max() <= CLIP * drawn.max():
+        return None, ""
+    top = CLIP * float(drawn.max())
+    over = table[table.get("ci_high").astype(float) > top]
+    return top, ", ".join(sorted(set(over["server"].astype(str))))
+
+
+def pd_numbers(column):
+    import numpy as np
+    import pandas as pd
+
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    return values[np.isfinite(values)]
+
+
+def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit: str,
+                      top: float | None = None) -> tuple[alt.Chart, alt.Chart, alt.Chart]:
+    """The bars of the cells' means, their CI error bars, a dot per repeat and a hollow one per window left out, on
+    one x axis of servers; the axis ends at ``top`` where an interval would stretch it (:func:`_axis`)."""
     import altair as alt
 
     base = alt.Chart(table).encode(
@@ -98,7 +139,7 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
         color=server_color(servers),
     )
     # Throughput cannot be negative: an interval that reaches below 0 (two repeats far apart) is cut at the axis.
-    y_scale = alt.Scale(domainMin=0)
+    y_scale = alt.Scale(domainMin=0) if top is None else alt.Scale(domain=[0, top], clamp=True)
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
         y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
@@ -109,11 +150,17 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str,
         y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
         color=alt.value("black"),
     )
-    repeats = base.transform_filter(alt.datum.kind == "run").mark_circle(size=55, opacity=0.9).encode(
-        y=alt.Y("value:Q"),
+    repeats = base.transform_filter("datum.kind === 'run' || datum.kind === 'left out'").mark_point(
+        size=55, opacity=0.9, filled=True).encode(
+        y=alt.Y("value:Q", scale=y_scale),
+        shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=["run", "left out"],
+                                                              range=["circle", "triangle-down"]),
+                        legend=alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : 'left out'")),
+        fillOpacity=alt.condition(alt.datum.kind == "run", alt.value(0.9), alt.value(0.0)),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
-                 alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run")],
+                 alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run"),
+                 alt.Tooltip("left_out:N", title="left out, being")],
     )
     return bars, bars_ci, repeats
 
