@@ -414,3 +414,22 @@ def test_the_throughput_chart_follows_the_one_rule_and_keeps_its_axis():
     subtitle = spec["title"]["subtitle"]
     assert "cut at the axis" in (" ".join(subtitle) if isinstance(subtitle, list) else subtitle)
     rendered(chart)
+
+
+def test_the_series_chart_shades_the_disturbed_seconds_and_draws_in_jupyterlab():
+    from benchlab.analysis.suite import Suite
+
+    samples = [(t / 4, role, cpu, 1.0, 1000.0 * t if role == "load" else None)
+               for t in range(1, 41) for role, cpu in (("server", 60.0), ("load", 40.0), ("benchlab", 2.0))]
+    machine = [(t / 4, group, busy if not 12 <= t < 28 else busy + 50.0, 0.0, 0.0)
+               for t in range(1, 41) for group, busy in (("server", 60.0), ("load", 42.0))]
+    run = make_run("spring-jetty", 1, rps=4000.0)
+    run = results.Run(id=run.id, params=run.params, metrics={**run.metrics, "elapsed_s": 10.0},
+                      metadata=run.metadata, samples=tuple(samples), machine=tuple(machine))
+    frame_ = Suite([run]).series
+    # 4 s of others from t=3 s: each sample covers the quarter second before it, so the seconds 2 to 6 hold some
+    assert list(frame_["disturbed"]) == [False, False, True, True, True, True, True, False, False, False]
+    chart = charts.series(frame_)
+    values = list(chart.to_dict()["datasets"].values())[0]
+    assert sum(v["disturbed"] for v in values) == 5
+    rendered(chart)

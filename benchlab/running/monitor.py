@@ -100,6 +100,8 @@ class Monitor:
         self._cores: Callable[[], dict] | None = None
         #: who else ran on the cores (:class:`~benchlab.running.machine.Culprits`), told each tick's CPU
         self.culprits = None
+        #: called with each tick's time, after its samples: a live view reads them as they come
+        self.on_tick: Callable[[float], None] | None = None
         self._perfdata = None
         self._probes: dict[str, Probe] = {}
         self._stop = threading.Event()
@@ -162,6 +164,11 @@ class Monitor:
                     cpus[role] = cpu or 0.0
             if self.culprits is not None:
                 self.culprits.tick({row[1]: row[2] for row in self.machine[cores:]}, cpus)
+            if self.on_tick is not None:
+                try:
+                    self.on_tick(round(time.monotonic() - self._t0, 3))
+                except Exception:  # noqa: BLE001 - a live view's trouble never stops a measurement
+                    self.on_tick = None
             self._read_counters()
 
     def __enter__(self) -> Monitor:

@@ -248,7 +248,8 @@ def _slice(url: str, scenario, slice_load: Load, phase: str, *, began: float, cp
     metrics, _ = drivers.execute(drivers.tool("wrk"), url, scenario, slice_load, cpus=cpus, workdir=workdir,
                                  phase="warmup", runner=runner)
     done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
-            "rps": metrics.get("rps"), "p99": metrics.get("p99"), **_counters(perfdata)}
+            "rps": metrics.get("rps"), "p99": metrics.get("p99"), "bytes_per_request": metrics.get("bytes_per_request"),
+            **_counters(perfdata)}
     if on_slice is not None:
         on_slice(done)
     return done

@@ -58,8 +58,9 @@ def groups(spec) -> dict[str, tuple[int, ...]]:
     return {"server": server, "load": tuple(c for c in spec.load_cpus if c not in server)}
 
 
-def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float) -> Measured:
-    """Look for quiet, then measure one window of ``spec``'s load against ``instance``."""
+def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float, on_second=None) -> Measured:
+    """Look for quiet, then measure one window of ``spec``'s load against ``instance``; ``on_second`` (a live
+    view) is called each second of it with ``(t, bytes/s the load tool read, cores other processes took)``."""
     cores = {k: v for k, v in groups(spec).items() if v}
     pid = instance.metadata.get("pid") if spec.backend == "local" else None
     own = machine.tree(pid)
@@ -68,7 +69,7 @@ def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float
         quiet = (machine.wait_quiet(cores, own, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT) if cores
                  else {"waited_s": 0.0, "quiet": None})
         culprits = machine.Culprits(cores, own | {_self()}, series.OTHER_LIMIT) if cores else None
-        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits)
+        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits, on_second)
     finally:
         machine.restore(before)
     measured.metrics["quiet_wait_s"] = quiet["waited_s"]
@@ -96,7 +97,7 @@ def _affinity(spec) -> set[int]:
 
 
 def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, waited: float,
-          culprits=None) -> Measured:
+          culprits=None, on_second=None) -> Measured:
     """The window's load with its monitor: the metrics, the rows, and the cores' whole-window share."""
     cpus = sorted({*spec.server_cpus, *spec.load_cpus})
     began, busy = time.monotonic(), locks.cpu_seconds(cpus) if cores else None
@@ -109,6 +110,8 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
         if cores:
             monitor.watch_cores(cores)
             monitor.culprits = culprits
+        if on_second is not None:
+            monitor.on_tick = _each_second(monitor, on_second)
 
         def started(pid: int) -> None:
             load_pid.append(pid)
@@ -133,6 +136,35 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     on_cores = _shares(cpus, seconds, busy, frame, waited) if cores else {}
     on_cores["load_pid"] = load_pid[0] if load_pid else None
     return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores)
+
+
+def _each_second(monitor, tell):
+    """A monitor tick hook that tells ``tell(t, bytes/s read by the load tool, cores others took)`` once a second,
+    from the samples of the second just past."""
+    last = {"t": 0.0, "io": None}
+
+    def tick(t: float) -> None:
+        if t - last["t"] < 1.0:
+            return
+        loads = [s for s in monitor.samples if s.role == "load" and s.io is not None]
+        io = loads[-1].io if loads else None
+        rate = (io - last["io"]) / (t - last["t"]) if io is not None and last["io"] is not None else None
+        busy = _means([(m[1], m[2]) for m in monitor.machine if m[0] > last["t"]])
+        own = _means([(s.role, s.cpu or 0.0) for s in monitor.samples if s.t > last["t"]])
+        other = max(0.0, sum(busy.values()) - sum(own.values())) / 100.0 if busy else None
+        last.update(t=t, io=io)
+        if rate is not None:
+            tell(t, rate, None if other is None else round(other, 2))
+
+    return tick
+
+
+def _means(pairs: list[tuple[str, float]]) -> dict[str, float]:
+    """The mean value of each key."""
+    sums: dict[str, list[float]] = {}
+    for key, value in pairs:
+        sums.setdefault(key, []).append(value)
+    return {key: sum(v) / len(v) for key, v in sums.items()}
 
 
 def _shares(cpus, seconds: float, busy: float | None, frame, waited: float) -> dict:
@@ -190,7 +222,8 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
     try:
         if not instance.alive():  # it may have died while other forks had the load
             raise fork.died()
-        measured = measure(spec, fork.driver, instance, fork.runner, fork.jvm, run_dir, waited=fork.waited)
+        measured = measure(spec, fork.driver, instance, fork.runner, fork.jvm, run_dir, waited=fork.waited,
+                           on_second=_live(fork, number))
     except LoadError:
         if not instance.alive():  # the load tool failed because the server had died: say that
             raise fork.died() from None
@@ -217,6 +250,24 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
                metrics=metrics, samples=tuple(measured.samples), counters=tuple(measured.counters),
                machine=tuple(measured.machine), metadata=metadata, suite=fork.suite, label=fork.label,
                key=fork.key, started_at=started, finished_at=now(), files=files(run_dir), directory=str(run_dir))
+
+
+def _live(fork, number: int):
+    """What a fork's live view (its ``on_slice``) is told each second of window ``number``: requests/s, from the
+    bytes the load tool read over the bytes a request took in the warm-up's last slice, on the warm-up's clock;
+    None where nobody watches."""
+    if fork.on_slice is None:
+        return None
+    sized = [s.get("bytes_per_request") for s in fork.warmed.get("slices", []) if s.get("bytes_per_request")]
+    sized += [r.metrics.get("bytes_per_request") for r in fork.records if r.metrics.get("bytes_per_request")]
+    began = time.monotonic() - fork.warm_began
+
+    def tell(t: float, rate: float, other) -> None:
+        if sized:
+            fork.on_slice({"t": round(began + t, 1), "phase": f"window {number}", "rps": rate / sized[-1],
+                           "other_cpu": other})
+
+    return tell
 
 
 def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int):
