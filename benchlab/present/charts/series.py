@@ -11,14 +11,16 @@ if TYPE_CHECKING:
     import altair as alt
     import pandas as pd
 
+#: The height of each run's chart, in pixels.
+HEIGHT = 90
 #: At most this many runs are drawn (the first ones, in order): a chart per run, past that, is a wall.
 MOST_RUNS = 24
 
 
 def series(frame: pd.DataFrame, *, columns: int = 4, most: int = MOST_RUNS) -> alt.FacetChart:
-    """One small chart per run (``Suite.series``): its throughput each second as a line, the cores other processes
-    took (server's and load's) as a thin line below it, and the seconds that were disturbed shaded red, with every
-    figure of the second in its tooltip. A retaken window is drawn too, its title saying so.
+    """One small chart per run (``Suite.series``): its throughput each second as a line, the seconds that were
+    disturbed shaded red, and every figure of the second (the run's own CPU, the cores other processes and the
+    host took, the JIT's) in its tooltip. A retaken window is drawn too, its title saying so.
 
     Example
     -------
@@ -44,16 +46,15 @@ def series(frame: pd.DataFrame, *, columns: int = 4, most: int = MOST_RUNS) -> a
                alt.Tooltip("jit_cpu:Q", title="JIT (cores)", format=".2f"),
                alt.Tooltip("disturbed:N")]
     base = alt.Chart().encode(x=alt.X("t:Q", title="second of the window"))
-    shade = base.mark_rect(color="#d62728", opacity=0.18).encode(x2="end:Q").transform_filter(
+    shade = base.mark_rect(color="#d62728", opacity=0.18).encode(x2="end:Q", y=alt.value(0),
+                                                                 y2=alt.value(HEIGHT)).transform_filter(
         alt.datum.disturbed)
     rps = base.mark_line(point=True, strokeWidth=1.5).encode(
         y=alt.Y("rps:Q", title="requests/s", scale=alt.Scale(zero=True)),
         color=server_color(values(table, "server")), tooltip=tooltip)
-    other = base.mark_line(color="#d62728", strokeDash=[3, 2], strokeWidth=1).encode(
-        y=alt.Y("other:Q", title="others (cores)", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip)
-    layered = alt.layer(shade, rps, other, data=table).resolve_scale(y="independent")
-    return layered.properties(width=180, height=90).facet(
+    layered = alt.layer(shade, rps, data=table)
+    return layered.properties(width=180, height=HEIGHT).facet(
         facet=alt.Facet("run:N", title=None, sort=list(dict.fromkeys(table["run"]))), columns=columns).properties(
         title={"text": "Each measured window, second by second",
-               "subtitle": "requests/s (line); cores other processes took (dashed, right axis); disturbed seconds "
-                           "shaded"})
+               "subtitle": "requests/s each second; shaded: seconds other processes or the host took the run's cores "
+                           "(hover for the figures)"})
