@@ -21,7 +21,8 @@ FENCE = re.compile(r"^```(bash|python)\n(.*?)^```", re.S | re.M)
 
 #: (old, new): the edits made to the README's blocks before they run, each only to save time.
 SHORTER = [
-    ('repeats=5,\n                         duration="30s"', 'repeats=2,\n                         duration="2s", warmup="1s"'),
+    ('repeats=5,\n                         duration="30s"',
+     'repeats=2,\n                         duration="2s", warmup="1s"'),
     ('-p repeats 3 -p duration 10s', '-p repeats 1 -p duration 2s -p warmup 1s'),
     ('data/results/', '{tmp}/results/'),
 ]
