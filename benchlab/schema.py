@@ -150,7 +150,7 @@ NOT_CELL = {
 }
 
 #: Seconds per time unit, as the load tools and the duration strings write them.
-SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 #: Bytes per size unit, as wrk writes a transfer ("1.50MB" is 1.5 MiB).
 BYTES = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}

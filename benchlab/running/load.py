@@ -25,7 +25,7 @@ from ..schema import AUTO, LOAD_MODELS, SECONDS, LoadModel  # warmup=AUTO: warm 
 MODELS = LOAD_MODELS
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*$")
 
 
 def parse_duration(value: str | float | int, *, what: str = "duration") -> float:
