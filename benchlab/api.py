@@ -263,7 +263,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
             one.error = exc
         else:
             one = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=bar.phase,
-                             on_slice=_labelled(on_slice, name), instance=shared), echo=bar.waiting)
+                             on_slice=_labelled(on_slice, name), instance=shared, echo=bar.waiting))
         if one.error is not None:
             pool.drop(spec)  # a server that failed is not reused
         bar.finish()
@@ -286,7 +286,7 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
             name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
             todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label,
                              on_phase=lambda step, server=spec.server.name: bar.phase(f"{server} {step}"),
-                             on_slice=_labelled(on_slice, name)))
+                             on_slice=_labelled(on_slice, name), echo=bar.waiting))
     if not todo:
         return
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")

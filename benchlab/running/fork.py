@@ -43,14 +43,17 @@ def launch(spec: RunSpec, run_id: str, log_path: Path, **changes):
 
 class Fork:
     """One server process and its windows ``[(folder, run id), ...]``. An ``instance`` given (a shared server) is
-    used as it is and left running; ``on_phase`` hears each step's name, ``on_slice`` each warm-up slice."""
+    used as it is and left running; ``on_phase`` hears each step's name, ``on_slice`` each warm-up slice, ``echo``
+    each one-line note (stderr by default)."""
 
     def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
-                 on_phase=None, on_slice=None, instance=None):
+                 on_phase=None, on_slice=None, instance=None, echo=None):
         self.spec, self.windows = spec, [(Path(d), i) for d, i in windows]
         self.repeat, self.suite, self.label, self.key = repeat, suite, label, spec.cell_key()
         self.phase = on_phase or (lambda name: None)
         self.on_slice = on_slice
+        #: where its one-line notes go (waiting for cores or for quiet, a retake): a notebook's bar, or stderr
+        self.echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
         self.instance, self.owned = instance, instance is None
         self.records: list[Run] = []        # the windows stored so far
         self.retaken: list[Run] = []        # the disturbed windows measured again, kept beside them
@@ -192,13 +195,13 @@ class Fork:
         self.stop()
 
 
-def whole(fork: Fork, *, echo=None) -> Fork:
+def whole(fork: Fork) -> Fork:
     """A fork as ``interleave="forks"`` takes it: holding its cores, started, warmed, its windows back to back,
-    stopped; its outcome is on it (:meth:`Fork.stored`). ``echo`` hears the line that says it waits for its
-    cores (:func:`benchlab.store.locks.cores`)."""
+    stopped; its outcome is on it (:meth:`Fork.stored`). The fork's ``echo`` hears the line that says it waits for
+    its cores (:func:`benchlab.store.locks.cores`)."""
     spec = fork.spec
     pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
-    with locks.cores(pinned, echo=echo) as waited:
+    with locks.cores(pinned, echo=fork.echo) as waited:
         fork.waited = waited
         with fork:
             if fork.step(fork.start) and fork.step(fork.warm):

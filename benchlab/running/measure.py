@@ -45,7 +45,7 @@ def fork(spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, sui
     :class:`Run` as soon as it ends. The runs share a ``fork`` name; the first holds the warm-up's curve. A server
     that dies in window k raises after windows 1..k-1 are stored."""
     done = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=on_phase, on_slice=on_slice,
-                      instance=instance), echo=echo)
+                      instance=instance, echo=echo))
     if done.error is not None:
         raise done.error
     return done.records

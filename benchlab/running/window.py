@@ -58,7 +58,8 @@ def groups(spec) -> dict[str, tuple[int, ...]]:
     return {"server": server, "load": tuple(c for c in spec.load_cpus if c not in server)}
 
 
-def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float, on_second=None) -> Measured:
+def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float, on_second=None,
+            echo=None) -> Measured:
     """Look for quiet, then measure one window of ``spec``'s load against ``instance``; ``on_second`` (a live
     view) is called each second of it with ``(t, bytes/s the load tool read, cores other processes took)``."""
     cores = {k: v for k, v in groups(spec).items() if v}
@@ -66,7 +67,7 @@ def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float
     own = machine.tree(pid)
     before = machine.keep_off(spec.server_cpus, spec.load_cpus) if cores else None
     try:
-        quiet = (machine.wait_quiet(cores, own, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT) if cores
+        quiet = (machine.wait_quiet(cores, own, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT, echo=echo) if cores
                  else {"waited_s": 0.0, "quiet": None})
         culprits = machine.Culprits(cores, own | {_self()}, series.OTHER_LIMIT) if cores else None
         measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits, on_second)
@@ -208,7 +209,7 @@ def take(fork, run_dir: Path, run_id: str, number: int):
         why = disturbed(record.row())
         if not why or attempt == fork.spec.retakes:
             break
-        retaken.append(_set_aside(record, attempt + 1, why, fork.spec.retakes))
+        retaken.append(_set_aside(record, attempt + 1, why, fork.spec.retakes, fork.echo))
     if retaken:
         record = dataclasses.replace(record, metadata={**record.metadata, "retook": [r.id for r in retaken]})
     return record, retaken
@@ -223,7 +224,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
         if not instance.alive():  # it may have died while other forks had the load
             raise fork.died()
         measured = measure(spec, fork.driver, instance, fork.runner, fork.jvm, run_dir, waited=fork.waited,
-                           on_second=_live(fork, number))
+                           on_second=_live(fork, number), echo=fork.echo)
     except LoadError:
         if not instance.alive():  # the load tool failed because the server had died: say that
             raise fork.died() from None
@@ -270,11 +271,10 @@ def _live(fork, number: int):
     return tell
 
 
-def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int):
+def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int, echo):
     """Keep a disturbed window beside its fork's windows as ``retaken`` (its folder renamed), so the retake has the
     folder; say so in one line. Returns the retaken record, stored."""
     import shutil
-    import sys
 
     from ..store.results import save
 
@@ -289,8 +289,8 @@ def _set_aside(record, attempt: int, why: list[tuple[str, str]], retakes: int):
                                metadata={**record.metadata, "retaken": {"attempt": attempt, "for": record.id,
                                                                         "flags": [flag for flag, _ in why]}})
     save(kept, aside)
-    print(f"benchlab: {record.id} was disturbed ({_what(why[0][1])}): measuring it again "
-          f"(retake {attempt} of at most {retakes})", file=sys.stderr, flush=True)
+    echo(f"benchlab: {record.id} was disturbed ({_what(why[0][1])}): measuring it again "
+         f"(retake {attempt} of at most {retakes})")
     return kept
 
 
