@@ -130,7 +130,8 @@ class Panel:
             pass  # already shown in the status line; a button has nowhere else to report
 
     def run(self) -> list[Run]:
-        """Run what the panel shows (as a press of Run does) and return the runs of this press.
+        """Run what the panel shows (as a press of Run does) and return the runs of this press (the windows it
+        kept: a disturbed window measured again stays on disk, beside them, as ``retaken``).
 
         Raises
         ------
@@ -156,6 +157,8 @@ class Panel:
         done: list[Run] = []
 
         def ran(record: Run) -> None:
+            if record.status == "retaken":  # a disturbed window measured again: kept on disk, not a run of the press
+                return
             done.append(record)
             self._live.clear()  # the run ended: its charts replace the live view
             self.progress.value = len(done)

@@ -49,10 +49,13 @@ def test_panel_keeps_each_press_apart_refreshes_its_table_and_clears(tmp_path, j
     assert "<th>press</th>" in two and "press" not in one     # and each run's press, once there are two
     # the last chart of the presses: each press its own panel and mean, nobody pooled into "2 repeats"
     spec = next(b for b in reversed(throughput) if report.VEGALITE_MIMETYPE in b)[report.VEGALITE_MIMETYPE]
-    cells = [v for v in list(spec["datasets"].values())[0] if v["kind"] == "cell"]
-    assert sorted(c["load_point"] for c in cells) == ["16 connections, 2 s measured, press 1",
-                                                      "16 connections, 3 s measured, press 2"]
-    assert [c["n"] for c in cells] == [1, 1] and all(c["ci_high"] is None for c in cells)
+    # (a 1 s warm-up leaves the JIT compiling, so a window may be drawn as left out rather than as a bar: each
+    # press's marks are counted whatever their kind)
+    marks = list(spec["datasets"].values())[0]
+    points = ["16 connections, 2 s measured, press 1", "16 connections, 3 s measured, press 2"]
+    assert sorted({m["load_point"] for m in marks}) == points
+    assert [sum(m["load_point"] == p and m["kind"] in ("run", "left out") for m in marks) for p in points] == [1, 1]
+    assert all(c["n"] == 1 and c["ci_high"] is None for c in marks if c["kind"] == "cell")
     assert "1 repeat," in " ".join(spec["title"]["subtitle"])
     assert len(shown.outputs) > after_presses and panel.records == [] and panel.runs.empty
     assert throughput[-1] == {"text/plain": ""} and panel.state == "ready"
@@ -71,5 +74,5 @@ def test_two_presses_of_the_same_settings_are_told_apart(tmp_path, jars, no_jvm_
     assert first[0].id == second[0].id, "the same settings name a run alike in each press's folder"
     table = panel.table()
     assert table["press"].tolist() == [1, 2]
-    cells = [v for v in list(panel.throughput().to_dict()["datasets"].values())[0] if v["kind"] == "cell"]
-    assert sorted(c["load_point"] for c in cells) == ["8 connections, press 1", "8 connections, press 2"]
+    marks = list(panel.throughput().to_dict()["datasets"].values())[0]  # bars, dots or marks left out alike
+    assert sorted({m["load_point"] for m in marks}) == ["8 connections, press 1", "8 connections, press 2"]

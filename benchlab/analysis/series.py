@@ -169,10 +169,11 @@ def disturbance(series: pd.DataFrame, *, server_cores: int = 1, load_cores: int 
 
 
 def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
-    """The deepest lasting dip in a window's own throughput: ``{"dip", "dip_s"}``, the lowest segment's level
-    over the highest one's, less 1 (-0.2: a fifth lower), and its length in seconds; 0.0 and 0.0 when the window
-    is one segment (change points on the half-seconds' logs, :func:`benchlab.analysis.changepoints.segments`);
-    None and None when the bytes say too little (under 4 bins).
+    """The deepest lasting dip in a window's own throughput: ``{"dip", "dip_s"}``, the lowest valley's level
+    (a segment with higher ones on both sides) over the highest segment's, less 1 (-0.2: a fifth lower), and its
+    length in seconds, from change points on the half-seconds' logs
+    (:func:`benchlab.analysis.changepoints.segments`); 0.0 and 0.0 when the window has no valley (one segment, or
+    one step up or down: the drift flag's); None and None when the bytes say too little (under 4 bins).
 
     >>> flat = [(t / 4, "load", 50.0, 1, 1000.0 * t) for t in range(41)]
     >>> dip(flat)
@@ -180,6 +181,9 @@ def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
     >>> dipped = [(t / 4, "load", 50.0, 1, 1000.0 * t - 600.0 * min(max(t - 12, 0), 16)) for t in range(41)]
     >>> found = dip(dipped); round(found["dip"], 2), found["dip_s"]
     (-0.6, 4.0)
+    >>> stepped = [(t / 4, "load", 50.0, 1, 1000.0 * t + 3000.0 * max(t - 20, 0)) for t in range(41)]
+    >>> dip(stepped)
+    {'dip': 0.0, 'dip_s': 0.0}
     """
     rates = steady.rates(samples, "load")
     if len(rates) < 4:
@@ -193,9 +197,14 @@ def dip(samples: Sequence, *, width: float = DIP_BIN) -> dict:
     if len(values) < 4 or (values <= 0).any():
         return {"dip": None, "dip_s": None}
     found = changepoints.segments(values)
-    if len(found) < 2:
+    # a dip is a valley: a segment with a higher one before it and after it. A single step, up or down, is the
+    # server changing speed (still warming, or slowing down): the drift flag's, and no retake would cure it
+    valleys = [(i, s) for i, s in enumerate(found)
+               if max((b.mean for b in found[:i]), default=0.0) > s.mean < max((a.mean for a in found[i + 1:]),
+                                                                                default=0.0)]
+    if not valleys:
         return {"dip": 0.0, "dip_s": 0.0}
-    low = min(found, key=lambda s: s.mean)
+    low = min((s for _, s in valleys), key=lambda s: s.mean)
     high = max(found, key=lambda s: s.mean)
     return {"dip": round(low.mean / high.mean - 1.0, 4), "dip_s": round(low.length * width, 3)}
 

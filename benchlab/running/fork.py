@@ -29,15 +29,16 @@ from .window import files, now
 FAILURES = (ServerError, VerifyError, LoadError)
 
 
-def launch(spec: RunSpec, run_id: str, log_path: Path, **changes):
-    """The server of ``spec`` started by its backend (``changes`` to its launch, such as ``start_cpus``), or
-    attached to when it is a URL benchlab does not own: what a fork and a shared server (:mod:`.pool`) start alike."""
+def launch(spec: RunSpec, run_id: str, log_path: Path, *, backend=None, **changes):
+    """The server of ``spec`` started by its backend (``backend``, the fork's own, or a new one; ``changes`` to its
+    launch, such as ``start_cpus``), or attached to when it is a URL benchlab does not own: what a fork and a
+    shared server (:mod:`.pool`) start alike."""
     import dataclasses
 
     if not spec.server.starts:
         return Attached(spec.server)
     spec.build()
-    backend = backends.get(spec.backend, **spec.backend_options)
+    backend = backend or backends.get(spec.backend, **spec.backend_options)
     return backend.start(spec.server, dataclasses.replace(spec.launch(run_id, log_path), **changes))
 
 
@@ -83,7 +84,8 @@ class Fork:
         self.name = f"{self.windows[0][1]}@{self.started_at}"
         self.phase("start")
         if self.instance is None:
-            self.instance = launch(spec, self.windows[0][1], self.log_path)
+            # the fork's own backend: the one that started the server labels the load tool's container with its run
+            self.instance = launch(spec, self.windows[0][1], self.log_path, backend=self.backend)
         else:
             spec.build()
         servers.check_loopback(self.instance.url, allow_remote=spec.allow_remote)

@@ -79,9 +79,13 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
         note = f"{note}; {cut}" if note else cut
     unit = "requests/s"
     bars, bars_ci, repeats = _throughput_marks(table, values(frame, "server"), metric, unit, top=top)
-    # A cell of one run has no interval: without any, leave the error bar layer out (Vega warns on empty extents).
+    # A cell of one run has no interval, and a cell whose every window was left out has no mean: leave out the
+    # layers with nothing to draw (Vega warns on empty extents), and say why there is no bar.
     with_ci = any(number(c["ci_low"]) is not None for c in cells)
-    layered = alt.layer(*((bars, bars_ci, repeats) if with_ci else (bars, repeats))).properties(
+    if not cells:
+        empty = "no bars: every window was left out (the hollow marks, and why, in their tooltips)"
+        note = f"{note}; {empty}" if note else empty
+    layered = alt.layer(*([bars] if cells else []), *([bars_ci] if with_ci else []), repeats).properties(
         width=WIDTH, height=HEIGHT)
     return layered.facet(
         **facets(frame, order),

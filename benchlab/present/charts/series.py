@@ -52,7 +52,8 @@ def series(frame: pd.DataFrame, *, columns: int = 4, most: int = MOST_RUNS) -> a
     rps = base.mark_line(point=True, strokeWidth=1.5).encode(
         y=alt.Y("rps:Q", title="requests/s", scale=alt.Scale(zero=True)),
         color=server_color(values(table, "server")), tooltip=tooltip)
-    layered = alt.layer(shade, rps, data=table)
+    # no shade layer where no second was disturbed: an empty layer has no extent, and Vega warns of an infinite one
+    layered = alt.layer(*([shade] if table["disturbed"].any() else []), rps, data=table)
     return layered.properties(width=180, height=HEIGHT).facet(
         facet=alt.Facet("run:N", title=None, sort=list(dict.fromkeys(table["run"]))), columns=columns).properties(
         title={"text": "Each measured window, second by second",
