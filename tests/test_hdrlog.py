@@ -44,8 +44,8 @@ def sample(family: str, n: int, seed: int, median: float) -> np.ndarray:
         return rng.uniform(0.5 * median, 1.5 * median, n)
     if family == "bimodal":  # most requests fast, some 20x slower: a GC pause, a cache miss
         return np.where(rng.random(n) < 0.9, rng.normal(median, median / 10, n).clip(median / 10), 20 * median)
-    if family == "pareto":  # a heavy tail
-        return median * (1 + rng.pareto(1.5, n))
+    if family == "pareto":  # a heavy tail, cut at the longest latency a log holds (an hour: no load tool waits so long)
+        return (median * (1 + rng.pareto(1.5, n))).clip(max=hdrlog.LONGEST_S)
     if family == "ties":  # few distinct values, many ties, some zeros: JMeter's whole milliseconds
         return rng.integers(0, 6, n) * median
     raise ValueError(family)

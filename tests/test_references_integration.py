@@ -29,17 +29,21 @@ def test_spring_beside_the_references_with_the_ceiling_and_the_report(jars, tmp_
     from .test_notebooks import errors, text_of
 
     trio = ["spring-undertow", "nginx", "go-nethttp"]
+    # C1 only: the JIT is done within a 3 s warm-up, so the Spring server's windows are fit for the ceiling (with
+    # both compilers it compiles for minutes, and a window measured while it does is left out)
     suite = benchlab.compare(trio, connections=[64], repeats=2, results_dir=tmp_path / "results", progress=False,
-                             **SHORT)
-    runs = suite.runs
+                             jvm_opts=["-XX:TieredStopAtLevel=1"], **{**SHORT, "warmup": "3s"})
+    runs = suite.runs[suite.runs["status"] != "retaken"]  # a disturbed window measured again is kept beside
     assert len(runs) == 6 and (runs["status"] == "ok").all(), runs[["server", "status", "error"]]
     facts = {r.params["server"]: r.metadata["server"] for r in suite.records}
     assert facts["nginx"]["server"] == "nginx" and facts["nginx"]["server_version"].count(".") == 2
     assert facts["nginx"]["worker_processes"] == 1, "one worker per server core"
     assert facts["go-nethttp"]["gomaxprocs"] == 1, "GOMAXPROCS follows the core it is pinned to"
     summary = suite.summary(["rps"]).set_index("server")
-    fastest = summary.loc[["nginx", "go-nethttp"], "mean"].idxmax()
-    assert (summary["reference"] == fastest).all() and summary.loc[fastest, "share"] == 1.0
+    # the fastest reference with windows fit for a verdict (nginx on one core may be bound by wrk on the other)
+    fit = summary[summary["judged"].astype(bool)]
+    fastest = fit.loc[fit.index.isin(["nginx", "go-nethttp"]), "mean"].idxmax()
+    assert (fit["reference"] == fastest).all() and summary.loc[fastest, "share"] == 1.0, summary
     share = summary.loc["spring-undertow"]
     assert 0 < share["share"] < 1 and share["share_low"] <= share["share"] <= share["share_high"]
     said = suite.ceiling().set_index("server").loc["spring-undertow", "text"]
@@ -73,7 +77,7 @@ def test_a_custom_server_on_a_fixed_port_serves_three_forks_back_to_back(tmp_pat
         port = probe.getsockname()[1]
     suite = benchlab.compare([_nginx_of_my_own(tmp_path, port)], connections=[64], repeats=3, port=port,
                              results_dir=tmp_path / "results", progress=False, **SHORT)
-    runs = suite.runs
+    runs = suite.runs[suite.runs["status"] != "retaken"]  # a disturbed window measured again is kept beside
     assert len(runs) == 3 and (runs["status"] == "ok").all(), runs[["status", "error"]]
     assert {r.params["path"] for r in suite.records} == {"/"} and set(runs["scenario"]) == {"hello"}
     assert len({r.metadata["backend"]["pid"] for r in suite.records}) == 3, "three forks, three processes"

@@ -153,14 +153,19 @@ def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int
     if len(set(names)) != len(names):
         raise UsageError(f"servers lists one server twice: {', '.join(names)}")
     varied = factor_specs.run_options(factors, dataclasses.asdict(c.run))
+    # jvm_opts in a comparison with a JVM go to its JVMs; nginx or a Go server beside them runs as it is (its runs
+    # record no jvm_opts). Only a comparison with no JVM at all is refused (spec.prepare).
+    jvms = {name for name, s in zip(names, server_list) if server_names.get(s).jvm}
     cells = []
     named = c.scenarios is not None
     for scenario in as_list(c.scenarios, "scenarios") if named else [DEFAULT_SCENARIO]:
         for point in load_points(c.run.load, c.connections, c.users, c.loops, c.rates):
             for setting in varied:
                 options = dataclasses.replace(c.run, **point, **setting)
-                cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario), options,
-                                      tools=False) for s in server_list])
+                cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario),
+                                      options if name in jvms or not jvms else dataclasses.replace(options,
+                                                                                              jvm_opts=()),
+                                      tools=False) for name, s in zip(names, server_list)])
     rng = random.Random(c.seed)
     runs: list[tuple[int, RunSpec]] = []
     for repeat in range(1, int(rounds) + 1):

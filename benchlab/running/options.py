@@ -113,7 +113,8 @@ class RunOptions:
     backend: BackendName = option("local", "text", "where the server runs", choices=BACKENDS)
     server_cpus: Any = option(None, "text", "cores for the server, e.g. 0 or 0-3 (default: the first half)")
     load_cpus: Any = option(None, "text", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)")
-    jvm_opts: Any = option((), "repeat", "a JVM option for the server, once per option, e.g. --jvm-opts=-Xmx512m")
+    jvm_opts: Any = option((), "repeat", "a JVM option for the Spring servers (others beside them run as they are), "
+                                         "once per option, e.g. --jvm-opts=-Xmx512m")
     java: str | None = option(None, "text", "the java binary of the server (default: java on PATH)")
     cds: bool = option(True, "bool", "start the built-in servers from a Class Data Sharing archive (half the startup)")
     memory: str | None = option(None, "text", "docker: the server container's memory limit, e.g. 1g")
@@ -304,6 +305,6 @@ def parameters_cell(where: str = "compare", skip=("progress",)) -> list[str]:
         if o.name in skip:
             continue
         default = list(o.default) if isinstance(o.default, tuple) else o.default
-        lines += textwrap.wrap(o.help, 116, initial_indent="# ", subsequent_indent="# ")
+        lines += textwrap.wrap(o.help, 116, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
         lines.append(f"{o.name}: {o.annotation} = {default!r}")
     return lines
