@@ -50,7 +50,7 @@ def test_report_draws_every_chart_offline_without_errors(rendered, browser, tmp_
     html_text = rendered.html.read_text()
     assert "<script src=\"http" not in html_text and "<link href=\"http" not in html_text
     expected = html_text.count('class="benchlab-chart"')
-    assert expected == 4                                   # throughput, latency, merged spectrum, resources
+    assert expected == 5                  # throughput, latency, merged spectrum, each window, resources
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
@@ -181,7 +181,8 @@ def test_static_charts_fit_in_their_image(rendered, browser):
     nb = nbformat.read(str(rendered.ipynb), as_version=4)
     svgs = [o["data"]["image/svg+xml"] for cell in nb.cells for o in cell.get("outputs", [])
             if "image/svg+xml" in o.get("data", {})]
-    assert len(svgs) == 4, "throughput, latency, the merged spectrum and the resources (a fixed warm-up draws no curve)"
+    assert len(svgs) == 5, ("throughput, latency, the merged spectrum, each window and the resources (a fixed "
+                            "warm-up draws no curve)")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     for svg in svgs:
         page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")

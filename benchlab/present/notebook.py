@@ -5,9 +5,9 @@ Every benchlab notebook opens with one call, right after its ``parameters`` cell
     globals().update(notebook.setup(globals()))
 
 which checks the parameters against the types the parameters cell declares (``repeats: int = 3``, read
-by papermill's own parser, the one ``papermill.inspect_notebook`` uses), makes sure ``results_dir`` holds
-runs when ``run=False``, shows charts offline (:func:`enable_charts`) and widens pandas' tables. Rendering
-and batching reports is :mod:`benchlab.report`'s job, outside the kernel.
+as Python by :func:`cell`: papermill's line parser skips a value holding "=", such as a JVM option), makes
+sure ``results_dir`` holds runs when ``run=False``, shows charts offline (:func:`enable_charts`) and widens
+pandas' tables. Rendering and batching reports is :mod:`benchlab.report`'s job, outside the kernel.
 """
 
 from __future__ import annotations
@@ -141,19 +141,41 @@ def _kinds(annotation: str) -> tuple[type, ...]:
 
 
 def declared(source: str) -> dict[str, tuple[type, ...]]:
-    """The parameters a ``parameters`` cell declares and their types, read by papermill's parser.
+    """The parameters a ``parameters`` cell declares and their types, read as Python (:func:`cell`).
 
     >>> declared("repeats: int = 3  # runs per server\\nseed: Optional[int] = None")
     {'repeats': (<class 'int'>,), 'seed': (<class 'int'>, <class 'NoneType'>)}
+    >>> declared("jvm_opts: Optional[list] = ['-XX:TieredStopAtLevel=1']")
+    {'jvm_opts': (<class 'list'>, <class 'NoneType'>)}
     """
-    from papermill.translators import PythonTranslator
-
     found = {}
-    for parameter in PythonTranslator.inspect({"source": source}):
-        if parameter.inferred_type_name == "None":
-            raise ParameterError(f"the parameters cell gives {parameter.name} no type: write {parameter.name}: "
-                                 f"<type> = {parameter.default}")
-        found[parameter.name] = _kinds(parameter.inferred_type_name)
+    for name, annotation, default in cell(source):
+        if annotation is None:
+            raise ParameterError(f"the parameters cell gives {name} no type: write {name}: <type> = {default}")
+        found[name] = _kinds(annotation)
+    return found
+
+
+def cell(source: str) -> list[tuple[str, str | None, str]]:
+    """Each parameter a ``parameters`` cell assigns: ``(name, its annotation or None, its default)``, as source
+    text. Read with :mod:`ast`, not papermill's line parser, which skips a line holding a second "=" (a JVM
+    option such as ``-XX:TieredStopAtLevel=1``); a cell that is not Python gives nothing.
+
+    >>> cell("run: bool = True\\nx = 'a=b'")
+    [('run', 'bool', 'True'), ('x', None, "'a=b'")]
+    """
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[tuple[str, str | None, str]] = []
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            found.append((node.target.id, ast.unparse(node.annotation), ast.unparse(node.value)))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.append((node.targets[0].id, None, ast.unparse(node.value)))
     return found
 
 
@@ -247,9 +269,7 @@ def waits(source: str) -> bool:
     >>> waits("run: bool = False  # True: press Run once"), waits("run: bool = True")
     (True, False)
     """
-    from papermill.translators import PythonTranslator
-
-    return any(p.name == "run" and p.default.strip() == "False" for p in PythonTranslator.inspect({"source": source}))
+    return any(name == "run" and default == "False" for name, _, default in cell(source))
 
 
 def _stored_needed(run: Any, source: str) -> bool:
