@@ -142,35 +142,37 @@ class _Watch:
     def __init__(self) -> None:
         self.probe = None
         self.cpu: list[float] = []
+        self.last: tuple[float, float] | None = None  # (cpu, rss): a container's stats come once a second
 
     def watch(self, role: str, probe) -> None:
         self.probe = probe
 
 
 class _Sum:
-    """The monitor's ``load`` probe of a spread load: every generator's probe read once a tick, each one's CPU kept,
-    their sum returned (bytes read only when every generator says them)."""
+    """The monitor's ``load`` probe of a spread load: every generator's probe read once a tick, each one's own samples
+    kept, their sum returned (a generator without a new sample counts at its last; bytes read only when every
+    generator says them)."""
 
     def __init__(self, watches: list[_Watch]):
         self.watches = watches
 
     def __call__(self):
         cpu = rss = io = 0.0
-        seen, io_known = False, True
+        io_known = True
         for w in self.watches:
-            if w.probe is None:
-                continue
-            one = w.probe()
-            if one[0] is None and one[1] is None:
-                continue
-            seen = True
-            w.cpu.append(one[0] or 0.0)
-            cpu, rss = cpu + (one[0] or 0.0), rss + (one[1] or 0.0)
+            one = w.probe() if w.probe is not None else (None, None)
+            if one[0] is not None or one[1] is not None:
+                w.cpu.append(one[0] or 0.0)
+                w.last = (one[0] or 0.0, one[1] or 0.0)
+            if w.last is not None:
+                cpu, rss = cpu + w.last[0], rss + w.last[1]
             if len(one) > 2 and one[2] is not None:
                 io += one[2]
             else:
                 io_known = False
-        return (cpu, rss, io if io_known else None) if seen else (None, None, None)
+        if all(w.last is None for w in self.watches):
+            return (None, None, None)
+        return (cpu, rss, io if io_known else None)
 
 
 def execute(spec, driver, url: str, run_dir: Path, *, monitor, on_start=None) -> tuple[dict, list[dict]]:
