@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 import benchlab
@@ -131,3 +138,43 @@ def test_a_generator_in_a_container_beside_a_local_one(jars, docker_engine, tmp_
 
     client = docker.DockerClient(base_url=docker_engine)
     assert not client.containers.list(all=True, filters={"label": f"benchlab.run={Path(run.directory).name}"})
+
+
+@pytest.mark.integration
+def test_an_interrupt_while_two_generators_load_leaves_nothing_behind(jars, tmp_path, monkeypatch):
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv("BENCHLAB_TEST_MARK", mark)
+
+    def ours(name: str | None = None) -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter(["pid", "name"]):
+            try:
+                if proc.environ().get("BENCHLAB_TEST_MARK") == mark and proc.pid != os.getpid():
+                    if name is None or proc.name() == name:
+                        found.append(proc)
+            except (psutil.Error, OSError):
+                continue
+        return found
+
+    argv = [sys.executable, "-m", "benchlab", "run", "--server", "spring-undertow", "--connections", "8",
+            "--duration", "30s", "--warmup", "0", "--load-hosts", "local,local", "--server-cpus", "0",
+            "--load-cpus", "1", "--results-dir", str(tmp_path / "results")]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parent.parent, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(ours("wrk")) < 2:  # both generators loading: the measured window (no warm-up)
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr.read() if child.stderr else ""
+            time.sleep(0.1)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr
+    deadline = time.monotonic() + 15
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not ours(), [(p.pid, p.name()) for p in ours()]
+    assert not list((tmp_path / "results").glob("*/run.json")), "an interrupted run is not a result"
