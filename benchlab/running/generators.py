@@ -139,7 +139,8 @@ def plan(found: tuple[str, ...], load: Load, load_cpus: tuple[int, ...]) -> list
 class _Watch:
     """What a generator's runner registers its probe on (``monitor.watch("load", probe)``), for the spread's probe."""
 
-    def __init__(self) -> None:
+    def __init__(self, here: bool = True) -> None:
+        self.here = here  # on this machine: its CPU is on the run's load cores
         self.probe = None
         self.cpu: list[float] = []
         self.last: tuple[float, float] | None = None  # (cpu, rss): a container's stats come once a second
@@ -150,8 +151,8 @@ class _Watch:
 
 class _Sum:
     """The monitor's ``load`` probe of a spread load: every generator's probe read once a tick, each one's own samples
-    kept, their sum returned (a generator without a new sample counts at its last; bytes read only when every
-    generator says them)."""
+    kept, the sum of those on this machine returned (what the run's load cores ran; a generator without a new sample
+    counts at its last; bytes read only when every one of them says them)."""
 
     def __init__(self, watches: list[_Watch]):
         self.watches = watches
@@ -164,13 +165,15 @@ class _Sum:
             if one[0] is not None or one[1] is not None:
                 w.cpu.append(one[0] or 0.0)
                 w.last = (one[0] or 0.0, one[1] or 0.0)
+            if not w.here:
+                continue
             if w.last is not None:
                 cpu, rss = cpu + w.last[0], rss + w.last[1]
             if len(one) > 2 and one[2] is not None:
                 io += one[2]
             else:
                 io_known = False
-        if all(w.last is None for w in self.watches):
+        if all(w.last is None for w in self.watches if w.here):
             return (None, None, None)
         return (cpu, rss, io if io_known else None)
 
@@ -178,8 +181,10 @@ class _Sum:
 def execute(spec, driver, url: str, run_dir: Path, *, monitor, on_start=None) -> tuple[dict, list[dict]]:
     """Run the spread load of ``spec`` once, measured: ``(merged metrics, each generator's facts)``; the merged
     histogram saved as ``run_dir/latency.json``."""
+    from .backends.docker.engine import engine_address
+
     gens = plan(spec.load_hosts, spec.load, spec.load_cpus)
-    watches = [_Watch() for _ in gens]
+    watches = [_Watch(here=g.host == LOCAL or engine_address(g.host) is None) for g in gens]  # on this machine
     monitor.watch("load", _Sum(watches))
     runners, names = _runners(gens, run_dir.name)
     barrier = threading.Barrier(len(gens))
