@@ -27,7 +27,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
         pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None,
         cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-        load_in_container=False, load_docker_host=None, retakes=2, results_dir=None, label=None) -> Run:
+        load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, results_dir=None,
+        label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -92,8 +93,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-            load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None, label=None,
-            progress=True, on_run=None, on_progress=None, on_slice=None):
+            load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, results_dir=None,
+            label=None, progress=True, on_run=None, on_progress=None, on_slice=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk

@@ -86,7 +86,8 @@ def test_every_parameter_a_run_stores_is_in_its_cell_or_said_why_not():
     from benchlab.running.options import DOCKER_OPTIONS
 
     spec = specs.prepare("spring-tomcat", "hello", RunOptions(server_cpus=[0], load_cpus=[1], pipeline=4,
-                                                              keepalive=True), tools=False)
+                                                              keepalive=True, load_hosts=["local", "local"]),
+                          tools=False)
     stored_keys = {*spec.params(), "window", "fork"} - {"backend_options"} | set(DOCKER_OPTIONS)
     in_cell = set(schema.CELL) - {"label"}
     said = set(schema.NOT_CELL)

@@ -78,6 +78,11 @@ def format_run(run) -> str:
     cores = p.get("load_cores") or 1
     lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
                  f"{','.join(map(str, p['load_cpus']))}")
+    for g in run.metadata.get("generators") or ():  # a load spread over several generators: each one's own part
+        share = f"rate={g['rate']:g}/s" if g.get("rate") else f"c={g['connections']}"
+        lines.append(f"  generator {g['generator']} {g['host']} {share}: {g['requests']:,} requests, p99 "
+                     f"{_ms(g.get('p99'))}, cpu {_pct(g.get('cpu_mean'))} mean on cores "
+                     f"{','.join(map(str, g['cpus']))}{' (shared)' if g.get('shared_cores') else ''}")
     lines.append(f"  stored      {run.id}")
     return "\n".join(lines)
 

@@ -127,6 +127,10 @@ class RunOptions:
                                     "eclipse-temurin:17-jre")
     load_in_container: bool = option(False, "bool", "docker: run wrk in its own container")
     load_docker_host: str | None = option(None, "text", "docker: the engine of wrk's container")
+    load_hosts: Any = option(None, "texts", "several load generators for one load, comma separated: each local (a "
+                             "process on its share of load_cpus) or a docker engine url (wrk in a container there); "
+                             "wrk's connections or vegeta's rate split across them, started together, their counts "
+                             "and latency histograms merged (docs/generators.md)")
     retakes: int = option(2, "int", "a window disturbed by other processes on its cores, steal or a dip is measured "
                           "again in its fork, at most this many times (0: never); the disturbed one is kept, shown "
                           "as retaken, and enters no statistic")
