@@ -40,6 +40,7 @@ class RunSpec:
     backend_options: dict = field(default_factory=dict)
     sample_interval: float = 0.25
     retakes: int = 2
+    host: str | None = None  # the machine of compare(hosts=...) its round runs on
 
     def params(self, repeat: int = 1) -> dict:
         load = self.load
@@ -75,6 +76,7 @@ class RunSpec:
             **self.server.settings.asked(),
             **({"pipeline": load.pipeline} if load.pipeline > 1 else {}),
             **({"keepalive": False} if not load.keepalive else {}),
+            **({"host": self.host} if self.host else {}),
         }
 
     @property
