@@ -193,7 +193,7 @@ FLAGS = {
              "another guest ran on its cores, which nothing inside the machine can see",
     "dip": "throughput was {dip:.0%} lower for {seconds:.1f} s of the measured window than in the rest of it: "
            "something slowed the server or its load for a while (the window's own change points)",
-    "host_differs": "host {host}'s rounds ran {shift:+.1%} from the other hosts' (Welch p={p:.3f}, below "
+    "host_differs": "host {host}'s rounds ran {shift:+.1%} from the other hosts' (t-test p={p:.3f}, below "
                     "{level:.3f}): that machine differs beyond the noise; check its cores, image and clock",
     "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
