@@ -2,7 +2,8 @@
 
 The first engine is the session's (``$DOCKER_HOST``, or one the conftest starts); the second, ``benchlab-remote``, is
 started here and stopped here by its own command. The server images reach it offline, saved from the first engine
-and loaded into the second (``docker save | docker load`` through the SDK). Real servers, real wrk, short windows.
+and loaded into the second (``images.copy``: ``docker save | docker load`` through the SDK). Real servers, real
+wrk, short windows.
 """
 
 from __future__ import annotations
@@ -44,12 +45,6 @@ def engines(docker_engine, jars):
     dockerd("stop", "benchlab-remote")
 
 
-def copy(tags: list[str], source, target) -> None:
-    """The images saved from one engine and loaded into the other, as `docker save | docker -H ... load` does."""
-    for tag in tags:
-        target.images.load(b"".join(source.images.get(tag).save(named=True)))
-
-
 def test_a_host_without_the_images_is_refused_then_given_them_offline(engines, tmp_path):
     a, b = engines
     first, second = engine.connect(a), engine.connect(b)
@@ -62,7 +57,7 @@ def test_a_host_without_the_images_is_refused_then_given_them_offline(engines, t
                                          rf"docker -H {b} load\)$"):
         benchlab.compare(SERVERS, hosts=[a, b], results_dir=str(results), **DESIGN)
     assert not results.exists(), "nothing is written before every host is checked"
-    copy(tags, first, second)
+    images.copy(first, second, tags)
     assert all(native_images.lacking(second, s) == [] for s in SERVERS)
     assert [second.images.get(t).id for t in tags] == [first.images.get(t).id for t in tags], "the same images"
 

@@ -296,6 +296,15 @@ def build_servers(client, *, base_image: str | None = None, force: bool = False)
             for f in jars.FLAVOURS}
 
 
+def copy(source, target, tags: list[str]) -> None:
+    """The images ``tags`` saved from one engine's client and loaded into another's, as ``docker save TAGS | docker
+    -H TARGET load`` does: their ids kept, so both engines run the same bytes (``compare(hosts=...)``). Give a
+    server's base before the server: a base with children is not removed, so the order is the one to remove in
+    reverse."""
+    for tag in tags:
+        target.images.load(b"".join(source.images.get(tag).save(named=True)))
+
+
 # --- wrk, for load in a container -----------------------------------------------------------------------
 
 def _wrk() -> tuple[str, Path, list[Path]]:
