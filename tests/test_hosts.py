@@ -86,6 +86,21 @@ def test_two_hosts_run_whole_rounds_and_the_verdict_pairs_by_round(engines, tmp_
     assert "rounds by host" in str(suite)
 
 
+def test_pairs_run_the_load_in_a_container_on_each_hosts_load_engine(engines, tmp_path):
+    a, b = engines
+    first, second = engine.connect(a), engine.connect(b)
+    wrk = images.build_wrk(first).tag
+    if images._find(second, wrk) is None:
+        images.copy(first, second, [wrk])
+    pairs = [f"{a}+{a}", f"{b}+{b}"]
+    suite = benchlab.compare(SERVERS[:1], hosts=pairs, results_dir=str(tmp_path), **{**DESIGN, "repeats": 2})
+    assert set(_whole_rounds(suite).values()) == set(pairs) and (suite.runs["status"] == "ok").all()
+    assert suite.runs["load_in_container"].all()
+    for record in suite.records:
+        backend = record.metadata["backend"]
+        assert backend["load_docker_host"] == record.params["host"].split("+")[1] and record.metrics["load_samples"]
+
+
 def test_a_host_stopped_mid_way_has_its_round_run_on_the_other(engines, tmp_path, capfd):
     a, b = engines
     stopping: list[threading.Thread] = []

@@ -166,3 +166,22 @@ class Spec:
 
     backend_options: dict = dataclasses.field(default_factory=dict)
     host: str | None = None
+
+
+def test_a_round_stored_in_part_by_another_host_runs_again_whole_and_a_whole_one_is_kept(tmp_path):
+    from benchlab.store.results import save
+
+    planned = [(Spec(), [(tmp_path / f"{server}-r1", f"{server}-r1")]) for server in ("jetty", "undertow")]
+
+    def stored(server: str, host: str) -> None:
+        (tmp_path / f"{server}-r1").mkdir()
+        save(Run(id=f"{server}-r1", params={"repeat": 1, "host": host}, metrics={"rps": 1.0}, metadata={}),
+             tmp_path / f"{server}-r1")
+
+    stored("jetty", "b")  # an earlier call's host b finished one fork of round 1, then stopped
+    hosts._claim(planned, hosts.Host("a", A))
+    assert not (tmp_path / "jetty-r1").exists(), "a round never mixes two hosts' forks"
+    stored("jetty", "b")
+    stored("undertow", "b")
+    hosts._claim(planned, hosts.Host("a", A))
+    assert (tmp_path / "jetty-r1" / "run.json").exists() and (tmp_path / "undertow-r1" / "run.json").exists()
