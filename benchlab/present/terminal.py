@@ -156,10 +156,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         took = suite.wall_s
         if took is not None:
             _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
-        ran = suite.hosts()
-        if len(ran):  # compare(hosts=...): docs/scale-out.md
-            _print("rounds by host: " + ", ".join(f"{h} {r}" + (" (host_differs: see the flags)" if d else "")
-                                                  for h, r, d in zip(ran["host"], ran["rounds"], ran["host_differs"])))
+        _hosts(suite)
         _print()
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         _print()
@@ -193,6 +190,14 @@ def _custom(suite) -> None:
         _print(f"paths: {where}")
     if said:
         _print(said)
+
+
+def _hosts(suite) -> None:
+    """With ``compare(hosts=...)`` (docs/scale-out.md): the rounds each host ran, and which differs."""
+    ran = suite.hosts()
+    if len(ran):
+        _print("rounds by host: " + ", ".join(f"{h} {r}" + (" (host_differs: see the flags)" if d else "")
+                                              for h, r, d in zip(ran["host"], ran["rounds"], ran["host_differs"])))
 
 
 def _ceiling(suite) -> None:
