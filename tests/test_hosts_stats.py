@@ -185,3 +185,31 @@ def test_a_round_stored_in_part_by_another_host_runs_again_whole_and_a_whole_one
     stored("undertow", "b")
     hosts._claim(planned, hosts.Host("a", A))
     assert (tmp_path / "jetty-r1" / "run.json").exists() and (tmp_path / "undertow-r1" / "run.json").exists()
+
+
+def test_an_error_of_the_callers_stops_every_host_and_is_raised(tmp_path):
+    """on_run raising in one host's thread: run() raises it, and the other host does not wait for a round forever."""
+    def plan(repeat, specs):
+        return [(specs[0], [(tmp_path / f"r{repeat}", f"r{repeat}")])]
+
+    def play(planned, *, repeat, pool, bar):
+        time.sleep(0.05)
+        yield [Run(id=f"r{repeat}", params={"repeat": repeat}, metrics={"rps": 1.0}, metadata={})]
+
+    def keep(runs):
+        raise ValueError("on_run failed")
+
+    raised: list[BaseException] = []
+
+    def call():
+        try:
+            hosts.run([hosts.Host("a", A), hosts.Host("b", B)], [(r, [Spec()]) for r in range(1, 7)], plan=plan,
+                      play=play, keep=keep, pool=Pool, bar=Bar())
+        except BaseException as exc:
+            raised.append(exc)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "a host waited forever"
+    assert [str(e) for e in raised] == ["on_run failed"]

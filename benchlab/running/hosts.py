@@ -198,7 +198,7 @@ class _Queue:
 
 
 class _Locked:
-    """The progress bar, one host at a time, each line naming its host."""
+    """The progress bar, told by one host's thread at a time."""
 
     def __init__(self, bar, lock):
         self.bar, self.lock = bar, lock
@@ -232,6 +232,7 @@ def run(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
         for thread in threads:
             thread.join()
     except BaseException:
+        print(f"benchlab: stopping after the rounds under way on {len(machines)} hosts", file=sys.stderr, flush=True)
         with queue.lock:
             queue.stop = True  # the rounds under way end; none starts after them
             queue.lock.notify_all()
@@ -247,7 +248,19 @@ def run(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
 
 
 def _work(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
-    """One host's thread: the next round, whole, until none is left or the host stops answering."""
+    """One host's thread: :func:`_rounds_on`; whatever else goes wrong in it stops the comparison, and is raised by
+    :func:`run` (a thread's own exception would be lost, and the other hosts would wait for its round)."""
+    try:
+        _rounds_on(machine, queue, plan, play, keep, pool, bar)
+    except BaseException as exc:
+        with queue.lock:
+            queue.errors.append(exc)
+            queue.stop = True
+            queue.lock.notify_all()
+
+
+def _rounds_on(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
+    """The next round, whole, until none is left or the host stops answering."""
     with pool() as shared:
         while (taken := queue.take(machine, plan)) is not None:
             repeat, specs, planned = taken
@@ -265,8 +278,11 @@ def _work(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
                 queue.done(back=(repeat, specs), lost=machine)
                 return
             if failure is None:
-                with queue.lock:
-                    keep(runs)
+                try:
+                    with queue.lock:
+                        keep(runs)
+                except Exception as exc:  # on_run's, say: the comparison stops, as it would on one machine
+                    failure = exc
             queue.done(error=failure)
             if failure is not None:
                 return
