@@ -192,14 +192,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
                                  deadline=rule.budget.deadline if rule.budget else None, on_slice=shown)
         plan, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
         pool = functools.partial(Pool, base, enabled=restart == "never")
-        if machines:
-            hosts_.run(machines, rounds(schedule), plan=plan, play=play, keep=keep, pool=pool, bar=bar)
-        with pool() as shared:
-            for repeat, specs in rounds(schedule) if not machines else ():
-                if (planned := plan(repeat, specs)) is None:
-                    break  # every ratio is known well enough, or the budget cannot pay for this round
-                for done in play(planned, repeat=repeat, pool=shared, bar=bar):
-                    keep(done)
+        in_rounds = functools.partial(hosts_.run, machines) if machines else _in_turn  # on hosts, or here
+        in_rounds(rounds(schedule), plan=plan, play=play, keep=keep, pool=pool, bar=bar)
         bar.complete()
     finally:
         bar.close()
@@ -244,6 +238,17 @@ def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
         m = rule.windows(records, repeat=repeat)
         return [(spec, stored.folders(base, run_name(spec, repeat), m)) for spec in specs]
     return plan
+
+
+def _in_turn(rounds, *, plan, play, keep, pool, bar) -> None:
+    """The rounds on this machine, one after another, until the rule stops (on several hosts at once:
+    :func:`benchlab.running.hosts.run`, which takes the same callables)."""
+    with pool() as shared:
+        for repeat, specs in rounds:
+            if (planned := plan(repeat, specs)) is None:
+                return  # every ratio is known well enough, or the budget cannot pay for this round
+            for done in play(planned, repeat=repeat, pool=shared, bar=bar):
+                keep(done)
 
 
 def _keep(records: list[Run], live, on_run):
