@@ -89,7 +89,7 @@ PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
     "keepalive", "ramp_up", "plan",
     "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators", "server_cpus",
-    "load_cpus", "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork",
+    "load_cpus", "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork", "host",
 )
 
 #: A fork is one server process, warmed once, and its windows (``compare(windows=m)``). A run is one window:
@@ -152,6 +152,7 @@ NOT_CELL = {
     "load_docker_host": "where the load tool's docker engine is reached, as docker_host",
     "load_hosts": "where each generator of a spread load ran, as docker_host; how many there were, generators, is in "
                   "the cell",
+    "host": "the machine a round ran on (compare(hosts=...)): a block, as the round is; rounds pair across hosts",
 }
 
 #: Seconds per time unit, as the load tools and the duration strings write them.
@@ -197,6 +198,8 @@ FLAGS = {
              "another guest ran on its cores, which nothing inside the machine can see",
     "dip": "throughput was {dip:.0%} lower for {seconds:.1f} s of the measured window than in the rest of it: "
            "something slowed the server or its load for a while (the window's own change points)",
+    "host_differs": "host {host}'s rounds ran {shift:+.1%} from the other hosts' (t-test p={p:.3f}, below "
+                    "{level:.3f}): that machine differs beyond the noise; check its cores, image and clock",
     "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
     "damaged": "{line}",

@@ -180,6 +180,8 @@ class Comparison:
     factors: Any = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
                           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, "
                           "heap, aot, server_cpus)", aliases=("--factor",))
+    hosts: Any = option(None, "texts", "machines to run whole rounds on at once, each a docker engine url or a pair "
+                        "server-engine+load-engine, comma separated; implies the docker backend (docs/scale-out.md)")
     run: RunOptions = field(default_factory=RunOptions)
 
     @classmethod

@@ -42,6 +42,7 @@ class RunSpec:
     retakes: int = 2
     #: the load's generators (:mod:`benchlab.running.generators`); empty: one load tool, as without load_hosts
     load_hosts: tuple[str, ...] = ()
+    host: str | None = None  # the machine of compare(hosts=...) its round runs on
 
     def params(self, repeat: int = 1) -> dict:
         load = self.load
@@ -78,6 +79,7 @@ class RunSpec:
             **({"pipeline": load.pipeline} if load.pipeline > 1 else {}),
             **({"keepalive": False} if not load.keepalive else {}),
             **({"generators": len(self.load_hosts), "load_hosts": list(self.load_hosts)} if self.load_hosts else {}),
+            **({"host": self.host} if self.host else {}),
         }
 
     @property
