@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from pathlib import Path
 
 from .analysis.budget import Budget
 from .analysis.precision import Rule
-from .errors import BenchlabError, ResultsError, UsageError
-from .running import servers
+from .errors import BenchlabError, UsageError
+from .running import hosts as hosts_
+from .running import servers, stored
 from .running.fork import FAILURES
-from .running.matrix import budget_seconds, check_design, load_tag, matrix, run_name, suite_id
+from .running.matrix import budget_seconds, check_design, load_tag, matrix, rounds, run_name, suite_id
 from .running.measure import measure, new_run_id
 from .running.options import DEFAULT_SERVERS, Comparison, RunOptions, keywords
 from .running.pool import Pool
@@ -27,7 +29,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
         pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None,
         cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-        load_in_container=False, load_docker_host=None, retakes=2, results_dir=None, label=None) -> Run:
+        load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, results_dir=None,
+        label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -76,7 +79,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
 def _unmake(run_dir: Path, made: list[Path]) -> None:
     """Remove a failed run's folder, and the parents made for it (deepest first) while they are empty: another
     process may have stored its own run there meanwhile."""
-    for folder in (run_dir, *_aside(run_dir)):
+    for folder in (run_dir, *stored.aside(run_dir)):
         shutil.rmtree(folder, ignore_errors=True)
     for parent in made:
         try:
@@ -92,8 +95,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-            load_in_container=False, load_docker_host=None, retakes=2, factors=None, results_dir=None, label=None,
-            progress=True, on_run=None, on_progress=None, on_slice=None):
+            load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, hosts=None,
+            results_dir=None, label=None, progress=True, on_run=None, on_progress=None, on_slice=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -137,6 +140,10 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         "java": [17, 25]}``: each combination is one more server, named after its settings
         (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See
         :mod:`benchlab.running.factors`.
+    hosts : machines, each a docker engine url or a pair ``"server-engine+load-engine"`` (the docker backend): each
+        runs whole rounds, one at a time, all at once; every run records its ``host``, the statistics pair by
+        round as before, and a host that stops answering has its round run on the others (docs/scale-out.md;
+        ``Suite.hosts()``). Each must answer and hold the server images before any round starts.
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
     on_progress : called with the :class:`~benchlab.running.progress.Progress` whenever the run under way or its
@@ -156,7 +163,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     """
     given = {k: v for k, v in locals().items()
              if k not in ("results_dir", "label", "progress", "on_run", "on_progress", "on_slice")}
-    comparison = Comparison.of(**given)  # every option, as one object, from here down
+    comparison, machines = hosts_.prepare(Comparison.of(**given))  # every option, as one object, from here down
     from .analysis.suite import Suite
     from .running.progress import Progress
 
@@ -164,6 +171,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     repeats, windows, interleave = comparison.design()
     limit = budget_seconds(budget) if budget is not None else None
     schedule = matrix(comparison, max_repeats if repeats == AUTO else repeats)
+    hosts_.check(machines, schedule)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
     rule = Rule(repeats=repeats, windows=windows, precision=precision, baseline=_baseline(baseline, names),
                 interleave=interleave, budget=Budget(limit) if limit else None)
@@ -173,7 +181,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         base = base / f"compare-{suite}"
     bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
                    enabled=progress, listener=on_progress)
-    live = _live(progress, on_slice)
+    live = _live(progress and not machines, on_slice)
     shown = on_slice if live is None else live.add
     records: list[Run] = []
     writer = locks.ResultsWriter(base)  # before any unfinished run is cleared: it may be another writer's
@@ -181,20 +189,12 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         for spec in {spec.cell_key(): spec for _, spec in schedule}.values():
             check_tools(spec)
         base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer, or a missing tool, makes nothing
-        run_round = _round if interleave == "windows" else _one_by_one
-        with Pool(base, enabled=restart == "never") as pool:
-            for repeat, specs in _rounds(schedule):
-                if rule.stop(records, repeat=repeat, new_round=repeat != schedule[0][0], forks=len(specs)):
-                    break  # every ratio is known well enough, or the budget cannot pay for this round
-                m = rule.windows(records, repeat=repeat)
-                planned = [(spec, _windows(base, run_name(spec, repeat), m)) for spec in specs]
-                for done in run_round(planned, repeat=repeat, suite=suite, label=label, pool=pool, bar=bar,
-                                      deadline=rule.budget.deadline if rule.budget else None, on_slice=shown):
-                    if live is not None:
-                        live.clear()  # the run ended: the final charts take the live view's place
-                    records.extend(done)
-                    for record in done if on_run else ():
-                        on_run(record)
+        play = functools.partial(_round if interleave == "windows" else _one_by_one, suite=suite, label=label,
+                                 deadline=rule.budget.deadline if rule.budget else None, on_slice=shown)
+        plan, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
+        pool = functools.partial(Pool, base, enabled=restart == "never")
+        in_rounds = functools.partial(hosts_.run, machines) if machines else _in_turn  # on hosts, or here
+        in_rounds(rounds(schedule), plan=plan, play=play, keep=keep, pool=pool, bar=bar)
         bar.complete()
     finally:
         bar.close()
@@ -230,14 +230,37 @@ def _baseline(baseline, names: list[str]) -> str:
     return name
 
 
-def _rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec]]]:
-    """The schedule as rounds: each repeat and its runs, in their order."""
-    out: list[tuple[int, list[RunSpec]]] = []
-    for repeat, spec in schedule:
-        if not out or out[-1][0] != repeat:
-            out.append((repeat, []))
-        out[-1][1].append(spec)
-    return out
+def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
+    """``plan(repeat, specs)``: the round's forks with their windows' folders, or None when the rule stops before it
+    (every ratio known well enough, or a budget that cannot pay for it)."""
+    def plan(repeat: int, specs: list[RunSpec]):
+        if rule.stop(records, repeat=repeat, new_round=repeat != first, forks=len(specs)):
+            return None
+        m = rule.windows(records, repeat=repeat)
+        return [(spec, stored.folders(base, run_name(spec, repeat), m)) for spec in specs]
+    return plan
+
+
+def _in_turn(rounds, *, plan, play, keep, pool, bar) -> None:
+    """The rounds on this machine, one after another, until the rule stops (on several hosts at once:
+    :func:`benchlab.running.hosts.run`, which takes the same callables)."""
+    with pool() as shared:
+        for repeat, specs in rounds:
+            if (planned := plan(repeat, specs)) is None:
+                return  # every ratio is known well enough, or the budget cannot pay for this round
+            for done in play(planned, repeat=repeat, pool=shared, bar=bar):
+                keep(done)
+
+
+def _keep(records: list[Run], live, on_run):
+    """``keep(runs)``: a fork's (or a host's round's) runs kept, the live view emptied, ``on_run`` told."""
+    def keep(done: list[Run]) -> None:
+        if live is not None:
+            live.clear()  # the run ended: the final charts take the live view's place
+        records.extend(done)
+        for record in done if on_run else ():
+            on_run(record)
+    return keep
 
 
 def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
@@ -249,7 +272,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
     for spec, windows in planned:
         if deadline is not None and time.monotonic() >= deadline:
             return
-        done = _stored(windows)
+        done = stored.found(windows)
         if done is not None:
             bar.finish(ran=False)
             yield done
@@ -278,7 +301,7 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
 
     todo = []
     for spec, windows in planned:
-        done = _stored(windows)
+        done = stored.found(windows)
         if done is not None:
             bar.finish(ran=False)
             yield done
@@ -294,48 +317,6 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
     bar.finish(count=len(forks))
     for one in forks:
         yield one.stored()
-
-
-def _stored(windows: list[tuple[Path, str]]) -> list[Run] | None:
-    """The fork's windows as stored by an earlier call, if every one finished; else None, and the fork runs
-    again from a clean start (its windows must come from one process)."""
-    previous = [_finished(run_dir / "run.json") for run_dir, _ in windows]
-    finished = [p for p in previous if p is not None]
-    if len(finished) == len(previous):
-        aside = [_finished(folder / "run.json", status="retaken")
-                 for run_dir, _ in windows for folder in _aside(run_dir)]
-        return [*finished, *(r for r in aside if r is not None)]
-    for run_dir, _ in windows:
-        for folder in (run_dir, *_aside(run_dir)):
-            if folder.exists():
-                shutil.rmtree(folder)
-    return None
-
-
-def _aside(run_dir: Path) -> list[Path]:
-    """The disturbed windows a window's retakes kept beside it (``<run id>-retaken<k>``)."""
-    return sorted(run_dir.parent.glob(f"{run_dir.name}-retaken*")) if run_dir.parent.exists() else []
-
-
-def _windows(base: Path, name: str, count: int) -> list[tuple[Path, str]]:
-    """The (folder, run id) of each window of the fork ``name``: the name itself for a single window, as
-    before forks had several windows, else ``name-i1`` .. ``name-im``."""
-    ids = [name] if count == 1 else [f"{name}-i{k}" for k in range(1, count + 1)]
-    return [(under(base, run_id), run_id) for run_id in ids]
-
-
-def _finished(done: Path, status: str = "ok") -> Run | None:
-    """The finished run stored at ``done`` (a retaken one, with ``status="retaken"``), or None: not there, failed, or
-    damaged (all three run again)."""
-    from .store.results import read
-
-    if not done.exists():
-        return None
-    try:
-        previous = read(done)
-    except ResultsError:
-        return None
-    return previous if previous.status == status else None
 
 
 def _server_name(name) -> str:

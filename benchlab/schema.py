@@ -54,6 +54,9 @@ RESOURCES = (
     # the deepest dip inside the window's own throughput and how long it lasted; who else ran; the wait for quiet
     "other_server_s", "other_server_cpu", "other_load_s", "other_load_cpu", "steal_s", "steal_cpu", "dip", "dip_s",
     "others", "quiet_wait_s",
+    # a load spread over several generators (benchlab.running.generators): the busiest one's CPU over the cores
+    # its threads could use, and their count; the generator_bound flag judges each generator on its own by these
+    "generator_busy", "generator_cores",
 )
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
@@ -85,8 +88,8 @@ SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 PARAMS = (
     "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
     "keepalive", "ramp_up", "plan",
-    "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "server_cpus", "load_cpus",
-    "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork",
+    "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators", "server_cpus",
+    "load_cpus", "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork", "host",
 )
 
 #: A fork is one server process, warmed once, and its windows (``compare(windows=m)``). A run is one window:
@@ -125,13 +128,13 @@ COLUMNS = (
 #: in any of these are never pooled.
 CELL = (
     "scenario", "load", "driver", "connections", "rate", "users", "loops", "threads", "pipeline", "keepalive",
-    "ramp_up", "plan", "duration", "warmup", "timeout", "backend", "base_image", "load_in_container",
+    "ramp_up", "plan", "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators",
     "server_cpus", "load_cpus", "memory", "jvm_opts", "java", "cds", "label",
 )
 
 #: The value of a cell's parameter in a run stored before that parameter was asked: what such a run did. A
 #: parameter missing from a run and not here is None (for ``base_image``: the backend's default image).
-CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_container": False}
+CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_container": False, "generators": 1}
 
 #: The parameters a run stores that are not in its cell, and why.
 NOT_CELL = {
@@ -147,6 +150,9 @@ NOT_CELL = {
     "load_cores": "the count of load_cpus, which is in the cell",
     "docker_host": "where a docker engine is reached: an address of the machine, which no cell names",
     "load_docker_host": "where the load tool's docker engine is reached, as docker_host",
+    "load_hosts": "where each generator of a spread load ran, as docker_host; how many there were, generators, is in "
+                  "the cell",
+    "host": "the machine a round ran on (compare(hosts=...)): a block, as the round is; rounds pair across hosts",
 }
 
 #: Seconds per time unit, as the load tools and the duration strings write them.
@@ -192,6 +198,8 @@ FLAGS = {
              "another guest ran on its cores, which nothing inside the machine can see",
     "dip": "throughput was {dip:.0%} lower for {seconds:.1f} s of the measured window than in the rest of it: "
            "something slowed the server or its load for a while (the window's own change points)",
+    "host_differs": "host {host}'s rounds ran {shift:+.1%} from the other hosts' (t-test p={p:.3f}, below "
+                    "{level:.3f}): that machine differs beyond the noise; check its cores, image and clock",
     "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
     "damaged": "{line}",

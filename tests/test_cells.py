@@ -82,11 +82,15 @@ def test_the_precision_rule_splits_runs_into_the_summarys_cells(tmp_path):
 
 
 def test_every_parameter_a_run_stores_is_in_its_cell_or_said_why_not():
+    import dataclasses
+
     from benchlab.running import spec as specs
     from benchlab.running.options import DOCKER_OPTIONS
 
     spec = specs.prepare("spring-tomcat", "hello", RunOptions(server_cpus=[0], load_cpus=[1], pipeline=4,
-                                                              keepalive=True), tools=False)
+                                                              keepalive=True, load_hosts=["local", "local"]),
+                          tools=False)
+    spec = dataclasses.replace(spec, host="unix:///b.sock")  # a run of compare(hosts=...) stores its host
     stored_keys = {*spec.params(), "window", "fork"} - {"backend_options"} | set(DOCKER_OPTIONS)
     in_cell = set(schema.CELL) - {"label"}
     said = set(schema.NOT_CELL)

@@ -74,7 +74,8 @@ def run_flags(row) -> list[tuple[str, str]]:
     """The flags of one run (a row of the runs frame, or a dict of its columns): ``[(flag, explanation), ...]``.
 
     - ``generator_bound``: the load tool's CPU over the cores it could use, ``min(threads, load_cores)``
-      when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%.
+      when the run says how many threads it had: one saturated wrk thread on two cores is bound at 50%; a load
+      spread over generators, each generator on its own cores (``generator_busy``: the busiest one's share).
     - ``littles_law``: closed-loop loads obey N = X * R, so connections / rps should be near the *mean*
       latency (not p50, which a skewed distribution leaves far below it); flagged beyond 3x either way.
     - ``delayed_ack``: p50 within 35-45 ms while the server idles (< 30% CPU) is the delayed-ACK
@@ -120,8 +121,16 @@ def _generator_bound(runs):
     cores = np.where(np.isnan(cores) | (cores == 0), 1.0, cores)
     usable = np.where(threads > 0, np.minimum(threads, cores), cores)
     busy = load_cpu / (100.0 * usable)
-    return busy > GENERATOR_BUSY_LIMIT, lambda i: _explain("generator_bound", busy=float(busy[i]),
-                                                           usable=float(usable[i]))
+    # a spread load: each generator judged on its own cores, the busiest one standing for the run
+    spread, own_cores = _numbers(runs, "generator_busy"), _numbers(runs, "generator_cores")
+    busy, usable = np.where(np.isnan(spread), busy, spread), np.where(np.isnan(spread), usable, own_cores)
+    count = _numbers(runs, "generators")
+
+    def explain(i: int) -> str:
+        text = _explain("generator_bound", busy=float(busy[i]), usable=float(usable[i]))
+        return text + (f" (the busiest of {count[i]:.0f} generators)" if count[i] > 1 else "")
+
+    return busy > GENERATOR_BUSY_LIMIT, explain
 
 
 def _known(x: np.ndarray) -> np.ndarray:

@@ -79,8 +79,12 @@ class Suite:
         ok, n = int((self.runs["status"] == "ok").sum()), len(self)
         finished = ("finished" if n == 1 else "all finished") if ok == n else f"{ok} finished"
         left = f"; {len(self.damaged)} damaged file(s) left out" if self.damaged else ""
+        ran = self.hosts()
+        said = [f"{h} {r}{' (differs)' if d else ''}"
+                for h, r, d in zip(ran["host"], ran["rounds"], ran["host_differs"])]
+        on = f"; rounds by host: {', '.join(said)}" if said else ""
         return (f"{n} run{'' if n == 1 else 's'} of {', '.join(map(str, self.runs['server'].unique()))}, "
-                f"{finished}{left}")
+                f"{finished}{left}{on}")
 
     def __add__(self, other: Suite | Iterable[Run]) -> Suite:
         more = other.records if isinstance(other, Suite) else tuple(other)
@@ -198,19 +202,35 @@ class Suite:
 
         return stats.table(self.runs, metric=metric, alpha=alpha)
 
+    def hosts(self, metric: str = "rps", *, level: float | None = None):
+        """Per host of ``compare(hosts=...)``: the rounds it ran, its runs and failures, and whether its runs differ
+        from the other hosts' beyond the noise (``host_differs``: Student's t-test of its rounds against theirs, at
+        ``level``, 0.05 over all hosts; see :mod:`benchlab.analysis.hosts`); empty when no run names a host.
+
+        >>> Suite([]).hosts().empty
+        True
+        """
+        from . import hosts
+
+        return hosts.hosts(self.runs, metric, level=hosts.LEVEL if level is None else level)
+
     def flags(self):
         """Noise and validity flags per run and per cell (see :func:`benchlab.analysis.flags.flags`), and a row per
         damaged file: level "run", flag "damaged", the line that names the file as its explanation."""
         import pandas as pd
 
         from ..schema import FLAGS
-        from . import flags
+        from . import flags, hosts
 
         found = flags.flags(self.runs)
-        if not self.damaged:
+        level = hosts.LEVEL
+        odd = [{"level": "host", "flag": "host_differs", "explanation": FLAGS["host_differs"].format(
+            host=row.host, shift=row.shift, p=row.p, level=level / (len(ran) if len(ran) > 2 else 1))}
+            for ran in [self.hosts()] for row in ran.itertuples() if row.host_differs]
+        if not self.damaged and not odd:
             return found
-        rows = pd.DataFrame([{"level": "run", "flag": "damaged", "explanation": FLAGS["damaged"].format(line=line)}
-                             for line in self.damaged], columns=found.columns)
+        rows = pd.DataFrame([*({"level": "run", "flag": "damaged", "explanation": FLAGS["damaged"].format(line=line)}
+                               for line in self.damaged), *odd], columns=found.columns)
         return pd.concat([found, rows], ignore_index=True) if len(found) else rows
 
 

@@ -131,8 +131,11 @@ def _load(ok) -> str:
     points = _joined(load_point(r) for r in ok.to_dict("records"))
     threads = _joined(int(t) for t in ok["threads"].dropna()) if "threads" in ok else ""
     load = [_joined(ok["scenario"]), _joined(ok["driver"]), points]
+    spread = _joined(int(g) for g in ok["generators"].dropna() if g > 1) if "generators" in ok else ""
+    if spread:  # threads are each generator's (docs/generators.md)
+        load.append(f"spread over {spread} generators")
     if threads:
-        load.append(f"{threads} load thread{'' if threads == '1' else 's'}")
+        load.append(f"{threads} load thread{'' if threads == '1' else 's'}{' each' if spread else ''}")
     durations = _joined(f"{float(d):g}" for d in ok["duration"].dropna())
     if durations:
         load.append(f"{durations} s measured per run")

@@ -78,6 +78,11 @@ def format_run(run) -> str:
     cores = p.get("load_cores") or 1
     lines.append(f"  load tool   cpu {_pct(m.get('load_cpu_mean'))} mean of {cores * 100}% on cores "
                  f"{','.join(map(str, p['load_cpus']))}")
+    for g in run.metadata.get("generators") or ():  # a load spread over several generators: each one's own part
+        share = f"rate={g['rate']:g}/s" if g.get("rate") else f"c={g['connections']}"
+        lines.append(f"  generator {g['generator']} {g['host']} {share}: {g['requests']:,} requests, p99 "
+                     f"{_ms(g.get('p99'))}, cpu {_pct(g.get('cpu_mean'))} mean on cores "
+                     f"{','.join(map(str, g['cpus']))}{' (shared)' if g.get('shared_cores') else ''}")
     lines.append(f"  stored      {run.id}")
     return "\n".join(lines)
 
@@ -156,6 +161,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         took = suite.wall_s
         if took is not None:
             _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
+        _hosts(suite)
         _print()
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         _print()
@@ -172,8 +178,8 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print()
             _print("flags:")
             for _, flag in flags.iterrows():
-                if flag["flag"] == "damaged":  # no run to name: the line names the file
-                    _print(f"  [damaged] {flag['explanation']}")
+                if flag["flag"] == "damaged" or flag["level"] == "host":  # no run to name: the line names it
+                    _print(f"  [{flag['flag']}] {flag['explanation']}")
                     continue
                 where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
                 _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
@@ -189,6 +195,14 @@ def _custom(suite) -> None:
         _print(f"paths: {where}")
     if said:
         _print(said)
+
+
+def _hosts(suite) -> None:
+    """With ``compare(hosts=...)`` (docs/scale-out.md): the rounds each host ran, and which differs."""
+    ran = suite.hosts()
+    if len(ran):
+        _print("rounds by host: " + ", ".join(f"{h} {r}" + (" (host_differs: see the flags)" if d else "")
+                                              for h, r, d in zip(ran["host"], ran["rounds"], ran["host_differs"])))
 
 
 def _ceiling(suite) -> None:

@@ -179,3 +179,17 @@ def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int
 def suite_id(runs: list[tuple[int, RunSpec]]) -> str:
     keys = sorted({_server_and_cell(spec) for _, spec in runs})
     return hashlib.sha256(",".join(keys).encode()).hexdigest()[:10]
+
+
+def rounds(schedule: list[tuple[int, RunSpec]]) -> list[tuple[int, list[RunSpec]]]:
+    """The schedule as rounds: each repeat and its runs, in their order.
+
+    >>> [(r, len(specs)) for r, specs in rounds(matrix(Comparison.of(servers=["spring-jetty"]), 2))]
+    [(1, 1), (2, 1)]
+    """
+    out: list[tuple[int, list[RunSpec]]] = []
+    for repeat, spec in schedule:
+        if not out or out[-1][0] != repeat:
+            out.append((repeat, []))
+        out[-1][1].append(spec)
+    return out

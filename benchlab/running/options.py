@@ -127,6 +127,10 @@ class RunOptions:
                                     "eclipse-temurin:17-jre")
     load_in_container: bool = option(False, "bool", "docker: run wrk in its own container")
     load_docker_host: str | None = option(None, "text", "docker: the engine of wrk's container")
+    load_hosts: Any = option(None, "texts", "several load generators for one load, comma separated: each local (a "
+                             "process on its share of load_cpus) or a docker engine url (wrk in a container there); "
+                             "wrk's connections or vegeta's rate split across them, started together, their counts "
+                             "and latency histograms merged (docs/generators.md)")
     retakes: int = option(2, "int", "a window disturbed by other processes on its cores, steal or a dip is measured "
                           "again in its fork, at most this many times (0: never); the disturbed one is kept, shown "
                           "as retaken, and enters no statistic")
@@ -176,6 +180,8 @@ class Comparison:
     factors: Any = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
                           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, "
                           "heap, aot, server_cpus)", aliases=("--factor",))
+    hosts: Any = option(None, "texts", "machines to run whole rounds on at once, each a docker engine url or a pair "
+                        "server-engine+load-engine, comma separated; implies the docker backend (docs/scale-out.md)")
     run: RunOptions = field(default_factory=RunOptions)
 
     @classmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import cores, schema
 from ..errors import UsageError
 from ..schema import LOAD_MODELS, BackendName
-from . import backends, drivers, servers, variants
+from . import backends, drivers, generators, servers, variants
 from .load import Load, parse_duration
 from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
 
@@ -40,6 +40,9 @@ class RunSpec:
     backend_options: dict = field(default_factory=dict)
     sample_interval: float = 0.25
     retakes: int = 2
+    #: the load's generators (:mod:`benchlab.running.generators`); empty: one load tool, as without load_hosts
+    load_hosts: tuple[str, ...] = ()
+    host: str | None = None  # the machine of compare(hosts=...) its round runs on
 
     def params(self, repeat: int = 1) -> dict:
         load = self.load
@@ -75,6 +78,8 @@ class RunSpec:
             **self.server.settings.asked(),
             **({"pipeline": load.pipeline} if load.pipeline > 1 else {}),
             **({"keepalive": False} if not load.keepalive else {}),
+            **({"generators": len(self.load_hosts), "load_hosts": list(self.load_hosts)} if self.load_hosts else {}),
+            **({"host": self.host} if self.host else {}),
         }
 
     @property
@@ -130,11 +135,13 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
     server = servers.get(server)
     scenario_ = server.scenario(scenario)
     server_cores, load_cores = cores.resolve(o.server_cpus, o.load_cpus)
-    load = _load(o, load_cores)
+    load_hosts = generators.hosts(o.load_hosts)
+    load = _load(o, load_cores, load_hosts)
     driver = drivers.get(o.driver, load.model)
     driver.check(load)  # a driver's own input checks (a user's .jmx)
     _choice("backend", o.backend, backends.NAMES)
     docker = _docker_options(o)
+    generators.check(load_hosts, driver=driver.name, load=load, docker=docker)
     jvm_opts = _jvm_opts(o.jvm_opts, server)
     if not isinstance(o.cds, bool):
         raise UsageError(f"cds is True or False, not {o.cds!r}")
@@ -158,7 +165,7 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
         server=server, scenario=scenario_, load=load, driver=driver.name, backend=o.backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=o.cds, memory=o.memory,
         port=o.port, startup_timeout=startup, allow_remote=o.allow_remote, backend_options=docker,
-        retakes=o.retakes,
+        retakes=o.retakes, load_hosts=load_hosts,
     )
     if tools:
         check_tools(spec)
@@ -170,14 +177,18 @@ def check_tools(spec: RunSpec) -> None:
     server's program. Checked after every option, so a wrong option is named even where a tool is missing
     (and the fast tier of the tests needs none)."""
     drivers.get(spec.driver, spec.load.model).executable()
+    generators.check_engines(spec.load_hosts, allow_remote=spec.allow_remote)
     if spec.backend == "local" or not spec.server.jvm:  # a JVM's container has its own JDK; nginx's is this one's
         spec.server.require(spec.java)
 
 
-def _load(o: RunOptions, load_cores) -> Load:
-    """The load from its options; threads default to one per load core, at most one per connection (or user)."""
+def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
+    """The load from its options; threads default to one per load core, at most one per connection (or user); with
+    several generators, one per core of each generator, at most one per connection of its share."""
     _choice("load", o.load, LOAD_MODELS)
     threads = o.threads
+    if threads is None and load_hosts and isinstance(o.connections, int) and o.connections >= len(load_hosts):
+        threads = generators.default_threads(load_hosts, o.connections, load_cores)
     if threads is None:
         count = o.users if o.load == "count" and isinstance(o.users, int) else o.connections
         threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))

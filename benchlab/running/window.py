@@ -22,7 +22,7 @@ from ..analysis import flags, series, steady
 from ..analysis.disturbance import DISTURBED
 from ..errors import LoadError
 from ..store import locks
-from . import drivers, machine, perfdata
+from . import drivers, generators, machine, perfdata
 from .machine import SelfProbe
 from .monitor import Monitor
 
@@ -36,6 +36,8 @@ class Measured:
     counters: list = field(default_factory=list)
     machine: list = field(default_factory=list)
     cores: dict = field(default_factory=dict)
+    #: each generator's own figures, when the load was spread over several (``load_hosts``)
+    generators: list = field(default_factory=list)
 
 
 def now() -> str:
@@ -119,9 +121,15 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
             if culprits is not None:
                 culprits.add(pid)
 
-        metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                        workdir=run_dir, phase="measure", monitor=monitor, runner=runner,
-                                        on_start=started)
+        spread: list = []
+        if spec.load_hosts:
+            metrics, spread = generators.execute(spec, driver, instance.url, run_dir, monitor=monitor,
+                                                 on_start=started)
+            metrics.update(generators.busiest(spread))
+        else:
+            metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                            workdir=run_dir, phase="measure", monitor=monitor, runner=runner,
+                                            on_start=started)
     seconds = time.monotonic() - began
     samples = [s.astuple() for s in monitor.samples]
     measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
@@ -136,7 +144,7 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     measured.update(series.dip(samples))
     on_cores = _shares(cpus, seconds, busy, frame, waited) if cores else {}
     on_cores["load_pid"] = load_pid[0] if load_pid else None
-    return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores)
+    return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores, spread)
 
 
 def _each_second(monitor, tell):
@@ -245,6 +253,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
         # the fork's warm-up; its curve is kept once, in the fork's first window
         "warmup": warmed if first else {k: v for k, v in warmed.items() if k != "slices"},
         "server_alive_after_load": True,
+        **({"generators": measured.generators} if measured.generators else {}),  # a spread load's, one by one
         **({"fork_started_at": fork.started_at} if first else {}),  # its wall time: benchlab.analysis.wall.span
     }
     return Run(id=run_id, params={**spec.params(fork.repeat), "window": number, "fork": fork.name},

@@ -241,7 +241,10 @@ class ContainerLoad:
         self.count = 0
         self.image = images.build_wrk(client)
 
-    def __call__(self, argv: list[str], *, cpus, timeout: float, monitor=None, workdir: Path | None = None):
+    def __call__(self, argv: list[str], *, cpus, timeout: float, monitor=None, workdir: Path | None = None,
+                 before_start=None):
+        """Run ``argv`` in a new container; ``before_start()`` is called once it is ready to start (a barrier that
+        starts several generators together)."""
         import requests
 
         from ...process import Finished
@@ -268,6 +271,8 @@ class ContainerLoad:
                 network_mode="host", cpuset_cpus=format_cpus(cpus) if cpus else None, detach=True,
             )
             container.put_archive("/bench", _tar(files))
+            if before_start is not None:
+                before_start()
             container.start()
             if monitor is not None:
                 monitor.watch("load", ContainerStats(self.client, container.id))

@@ -67,7 +67,9 @@ def connect(docker_host: str | None = None, *, timeout: float = 120.0):
         raise ToolMissing("the docker Python SDK is missing: pip install docker") from None
     url = engine_url(docker_host)
     try:
-        client = docker.DockerClient(base_url=url, timeout=timeout, use_ssh_client=url.startswith("ssh://"))
+        # tcp:// with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH set: TLS, with that client certificate (docs/scale-out.md)
+        tls = docker.utils.kwargs_from_env().get("tls", False) if url.startswith("tcp://") else False
+        client = docker.DockerClient(base_url=url, timeout=timeout, tls=tls, use_ssh_client=url.startswith("ssh://"))
         client.ping()
     except Exception as exc:  # the SDK raises DockerException, requests errors or OSError alike here
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__

@@ -256,6 +256,15 @@ def server_tag(server: servers.Server, base_id: str) -> str:
     return f"{server.image}:{digest}"
 
 
+def server_tag_on(client, server: servers.Server, *, base_image: str | None = None) -> str:
+    """The tag :func:`build_server` gives ``server`` on ``client``'s engine, building and pulling nothing: the base's
+    own tag when the engine lacks the base (a server image is tagged by its base's id there)."""
+    jars.ensure_built(server)
+    base = base_image or base_tag()
+    found = _find(client, base)
+    return server_tag(server, found.id) if found is not None else base
+
+
 def build_server(client, server: servers.Server | str, *, base_image: str | None = None,
                  force: bool = False) -> Image:
     """The image of a built-in Spring server on ``base_image`` (the offline base by default), built if missing;
@@ -287,16 +296,31 @@ def build_servers(client, *, base_image: str | None = None, force: bool = False)
             for f in jars.FLAVOURS}
 
 
+def copy(source, target, tags: list[str]) -> None:
+    """The images ``tags`` saved from one engine's client and loaded into another's, as ``docker save TAGS | docker
+    -H TARGET load`` does: their ids kept, so both engines run the same bytes (``compare(hosts=...)``). Give a
+    server's base before the server: a base with children is not removed, so the order is the one to remove in
+    reverse."""
+    for tag in tags:
+        target.images.load(b"".join(source.images.get(tag).save(named=True)))
+
+
 # --- wrk, for load in a container -----------------------------------------------------------------------
 
-def build_wrk(client, *, force: bool = False) -> Image:
-    """``benchlab/wrk:<hash>``: the local wrk binary and its libraries, FROM scratch."""
+def _wrk() -> tuple[str, Path, list[Path]]:
+    """wrk's image tag, its binary and its libraries."""
     from ...drivers.wrk import Wrk
 
     wrk = Path(Wrk().executable()).resolve()
     libraries = shared_libraries([wrk])
     tag = f"{WRK_REPOSITORY}:" + _digest(SCRATCH_DOCKERFILE, wrk, *(str(lib) for lib in libraries),
                                           *(lib.resolve() for lib in libraries))
+    return tag, wrk, libraries
+
+
+def build_wrk(client, *, force: bool = False) -> Image:
+    """``benchlab/wrk:<hash>``: the local wrk binary and its libraries, FROM scratch."""
+    tag, wrk, libraries = _wrk()
     found = None if force else _find(client, tag)
     if found is not None:
         return _existing(found, tag)

@@ -53,6 +53,32 @@ def _contents(server: servers.Server) -> tuple[dict[str, Path | str], list[Path]
     return {natives.GO_IN_IMAGE: natives.go_binary()}, [], "/"
 
 
+def _native(server: servers.Server) -> tuple[str, dict[str, Path | str], list[Path], str]:
+    """A reference's image tag (a hash of its inputs), its files, libraries and Dockerfile."""
+    files, libraries, path = _contents(server)
+    dockerfile = images.SCRATCH_DOCKERFILE.format(path=path)
+    parts = [f"{k}={v if isinstance(v, str) else ''}" for k, v in sorted(files.items())]
+    tag = f"{server.image}:" + images._digest(dockerfile, *parts, *(v for v in files.values() if isinstance(v, Path)),
+                                             *(str(lib) for lib in libraries), *(lib.resolve() for lib in libraries))
+    return tag, files, libraries, dockerfile
+
+
+def lacking(client, server: servers.Server | str, *, base_image: str | None = None, wrk: bool = False) -> list[str]:
+    """The image tags a run of ``server`` needs that ``client``'s engine lacks (with ``wrk``, wrk's too); builds
+    nothing: ``compare(hosts=...)`` asks each host before a round starts.
+
+    Example
+    -------
+    >>> from benchlab.running.backends.docker import connect
+    >>> lacking(connect(), "spring-jetty")   # doctest: +SKIP
+    []
+    """
+    server = servers.get(server)
+    tags = [images.server_tag_on(client, server, base_image=base_image) if server.jvm else _native(server)[0]]
+    tags += [images._wrk()[0]] if wrk else []
+    return [tag for tag in tags if images._find(client, tag) is None]
+
+
 def build_native(client, server: servers.Server | str, *, force: bool = False) -> images.Image:
     """The image of a reference server (nginx or go-nethttp), built if missing.
 
@@ -63,11 +89,7 @@ def build_native(client, server: servers.Server | str, *, force: bool = False) -
     'benchlab/go-nethttp:5c1d0e9a7b3f2a41'
     """
     server = servers.get(server)
-    files, libraries, path = _contents(server)
-    dockerfile = images.SCRATCH_DOCKERFILE.format(path=path)
-    parts = [f"{k}={v if isinstance(v, str) else ''}" for k, v in sorted(files.items())]
-    tag = f"{server.image}:" + images._digest(dockerfile, *parts, *(v for v in files.values() if isinstance(v, Path)),
-                                             *(str(lib) for lib in libraries), *(lib.resolve() for lib in libraries))
+    tag, files, libraries, dockerfile = _native(server)
     found = None if force else images._find(client, tag)
     if found is not None:
         return images._existing(found, tag)
