@@ -21,6 +21,8 @@ from . import cells, stats
 
 #: The columns :func:`into_summary` adds to the summary's rps rows (NaN and None on the other metrics' rows).
 COLUMNS = ("reference", "share", "share_low", "share_high")
+#: The cell's columns that only a JVM has: the ceiling reads a server against the references under the same load.
+JVM_ONLY = ("jvm_opts", "java", "cds")
 
 
 def shares(runs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
@@ -37,7 +39,9 @@ def shares(runs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     spring-undertow served 25.0% [23.6%, 26.5%] of nginx's requests/s on 1 core
     """
     rows = []
-    keys, groups = cells.group(cells.forks(cells.ok(runs)))
+    # under the same load: a JVM's own settings (jvm_opts, java, cds) do not part a Spring server from the references
+    # beside it, which have none
+    keys, groups = cells.group(cells.forks(cells.ok(runs)).drop(columns=list(JVM_ONLY), errors="ignore"))
     for cell, group in groups:
         cell = cell if isinstance(cell, tuple) else (cell,)
         means = group.groupby("server", sort=False)["rps"].mean()
