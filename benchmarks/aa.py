@@ -26,7 +26,10 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
     python3 benchmarks/aa.py [--forks 6] [--windows 4] [--duration 5s] [--interleave windows] [--results DIR]
-                             [--splits 2000]
+                             [--splits 2000] [--retakes 2]
+
+Only the windows compare() itself would use enter the figures (benchlab.analysis.validity): a window flagged
+for a disturbance is measured again in its fork (``--retakes``) and left out, as is any still flagged.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import time
 import numpy as np
 
 import benchlab
-from benchlab.analysis import cells, intervals, pairs, stats
+from benchlab.analysis import cells, intervals, pairs, stats, validity
 
 NAMES = ("spring-tomcat", "spring-tomcat+threads200")
 ALPHA = 0.05
@@ -101,16 +104,31 @@ def detectable(values: np.ndarray, k: int, splits: int, rng, rate=split_rate) ->
     return math.inf
 
 
+def kept(frame) -> str:
+    """What the windows came to: measured, retaken (flagged for a disturbance, measured again, left out) and
+    left out for another validity flag; the statistics below use the rest, as compare() does."""
+    retaken = int((frame["status"] == "retaken").sum())
+    ok = cells.ok(frame)
+    clean, left = validity.usable(frame)
+    flags: dict[str, int] = {}
+    for entry in left.values():
+        for flag, count in entry["flags"].items():
+            flags[flag] = flags.get(flag, 0) + count
+    named = ", ".join(f"{flag} {count}" for flag, count in flags.items()) or "none"
+    return (f"{len(frame)} windows measured, {retaken} retaken, {len(ok) - len(clean)} left out by their flags "
+            f"({named}), {len(clean)} used")
+
+
 def by_round(frame, metric: str) -> np.ndarray:
     """rounds x 2: each round's fork means of ``metric`` for the two names, the rounds where both finished."""
-    forks = cells.forks(cells.ok(frame))
+    forks = cells.forks(validity.usable(frame)[0])
     table = forks.pivot_table(index=["suite", "repeat"], columns="server", values=metric, aggfunc="mean")
     return table.reindex(columns=list(NAMES)).dropna().to_numpy(dtype=float)
 
 
 def by_fork(frame, metric: str) -> np.ndarray:
     """forks x windows of ``metric`` (NaN where a fork has fewer windows)."""
-    ok = cells.ok(frame).assign(_fork=lambda f: cells.fork_keys(f))
+    ok = validity.usable(frame)[0].assign(_fork=lambda f: cells.fork_keys(f))
     groups = [g.sort_values("window")[metric].to_numpy(dtype=float) for _, g in ok.groupby("_fork", sort=False)]
     width = max(len(g) for g in groups)
     return np.array([np.pad(g, (0, width - len(g)), constant_values=np.nan) for g in groups])
@@ -123,6 +141,8 @@ def main() -> None:
     parser.add_argument("--duration", default="5s")
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--splits", type=int, default=2000)
+    parser.add_argument("--retakes", type=int, default=2,
+                        help="windows flagged for a disturbance measured again, at most (compare's retakes; default 2)")
     parser.add_argument("--results", help="a results folder: resumed if it holds some of the runs")
     parser.add_argument("--interleave", default="windows", choices=("windows", "forks"),
                         help="the order of the windows (compare's interleave; default windows)")
@@ -132,11 +152,13 @@ def main() -> None:
     began = time.monotonic()
     suite = benchlab.compare(list(NAMES), repeats=args.forks, windows=args.windows, duration=args.duration,
                              interleave=args.interleave, connections=[args.connections], warmup="auto",
-                             results_dir=results, progress=False)
+                             retakes=args.retakes, results_dir=results, progress=False)
     took = time.monotonic() - began
     print(f"{suite!r}: {args.forks} forks a name x {args.windows} windows of {args.duration}, interleave "
-          f"{args.interleave}, c={args.connections}, warm-up auto; {took / 60:.0f} min here; stored in {results}")
-    print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)\n")
+          f"{args.interleave}, c={args.connections}, warm-up auto, retakes {args.retakes}; {took / 60:.0f} min here; stored in {results}")
+    print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
+    rounds = suite.runs["repeat"].nunique()
+    print(f"{took / 60 / max(rounds, 1):.1f} min a round of two forks; " + kept(suite.runs) + "\n")
     for metric in ("rps", "p99"):
         print("  " + suite.verdicts(metric)["verdict"].iloc[0])
     rng = np.random.default_rng(20261201)
