@@ -155,7 +155,8 @@ def main() -> None:
                              retakes=args.retakes, results_dir=results, progress=False)
     took = time.monotonic() - began
     print(f"{suite!r}: {args.forks} forks a name x {args.windows} windows of {args.duration}, interleave "
-          f"{args.interleave}, c={args.connections}, warm-up auto, retakes {args.retakes}; {took / 60:.0f} min here; stored in {results}")
+          f"{args.interleave}, c={args.connections}, warm-up auto, retakes {args.retakes}; {took / 60:.0f} min here; "
+          f"stored in {results}")
     print("nothing else ran on the machine meanwhile (server on core 0, wrk on core 1)")
     rounds = suite.runs["repeat"].nunique()
     print(f"{took / 60 / max(rounds, 1):.1f} min a round of two forks; " + kept(suite.runs) + "\n")

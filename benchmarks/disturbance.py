@@ -33,7 +33,7 @@ import numpy as np
 from scipy.stats import beta
 
 import benchlab
-from benchlab.analysis import changepoints, series
+from benchlab.analysis import changepoints, series, steady
 from benchlab.analysis.disturbance import DIP_LIMIT, DIP_S, INTERFERENCE_S, STEAL_S
 
 GOAL = 0.05
@@ -91,6 +91,13 @@ def report(records) -> None:
         print(f"  the deepest dip of each window: median {np.median(dips):+.3f}, 5th percentile "
               f"{np.quantile(dips, 0.05):+.3f}, min {min(dips):+.3f} (change points, penalty "
               f"{changepoints.PENALTY:g} log n)")
+    drifts = [steady.drift(r.samples) for r in windows]
+    drifts = [d for d in drifts if d["drift"] is not None]
+    moved = sum(abs(d["drift"]) > d["drift_limit"] for d in drifts)
+    print(f"  drifting (a warning, recomputed by today's rule from the stored samples): {moved} of {len(drifts)} "
+          f"= {moved / max(len(drifts), 1):.3f}; |drift| median "
+          f"{np.median([abs(d['drift']) for d in drifts]):.3f}, 95th percentile "
+          f"{np.quantile([abs(d['drift']) for d in drifts], 0.95):.3f} (floor {steady.FLOOR:.2f})")
     print("  false-flag rate at other limits (other share / seconds / dip):")
     for other in (0.05, 0.10, 0.15, 0.20):
         for seconds in (1, 2):

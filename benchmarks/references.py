@@ -52,7 +52,8 @@ def throughput(suite) -> None:
     for server, row in summary.iterrows():
         rps = f"{row['mean']:,.0f} [{row['ci_low']:,.0f}, {row['ci_high']:,.0f}]"
         share = (f"{row['share']:.1%} [{row['share_low']:.1%}, {row['share_high']:.1%}] of {row['reference']}"
-                 if "share" in row and row["reference"] else "-")
+                 if "share" in row and isinstance(row["reference"], str) else
+                 "- (no share: its figure is not the server's)" if server in REFERENCES else "-")
         mine = sorted(set(flags[flags["server"] == server]["flag"])) if len(flags) else []
         print(f"{server:18} {rps:32} {share:44} {', '.join(mine) or '-'}")
     print()
@@ -100,7 +101,10 @@ def main() -> int:
           f"{args.duration} after warmup {args.warmup}; server on core 0, wrk on core 1; runs in {results}\n")
     throughput(suite)
     warmups(suite)
-    failed = int((suite.runs["status"] != "ok").sum())
+    failed = int((suite.runs["status"] == "failed").sum())
+    retaken = int((suite.runs["status"] == "retaken").sum())
+    if retaken:
+        print(f"\n{retaken} windows retaken (disturbed, measured again, in no statistic): see benchlab show {results}")
     if failed:
         print(f"\n{failed} runs failed: see benchlab show {results}")
     return 1 if failed else 0

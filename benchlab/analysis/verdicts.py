@@ -83,6 +83,9 @@ def _verdict(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, *, server, a
         tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least {least} are needed)"
     elif math.isnan(p):
         tail = f"not distinguishable at {n} {unit}s (no {unit} differed from the others)"
+    elif p < alpha:  # the test alone rejects: say why that is not enough, not just a p that looks significant
+        tail = (f"not distinguishable at {n} {unit}s ({test} {_format_p(p)}, but the {1 - alpha:.0%} interval "
+                f"includes 0%, and both must agree)")
     else:
         tail = f"not distinguishable at {n} {unit}s ({test} {_format_p(p)})"
     better = None
