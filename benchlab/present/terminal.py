@@ -29,6 +29,17 @@ def _print(text: str = "") -> None:
     print(printable(str(text)))
 
 
+def _per_run(table) -> str:
+    """The per-run table for a terminal: the interval as ``[low, high]`` in the figures' own digits (not a tuple
+    in scientific notation), and a cv that stays readable below 0.05 (not rounded to 0.0)."""
+    table = table.copy()
+    if {"ci_low", "ci_high"} <= set(table.columns):
+        table["ci"] = [f"[{low:,.0f}, {high:,.0f}]" if low == low and high == high else "-"
+                       for low, high in zip(table["ci_low"], table["ci_high"])]
+        table = table.drop(columns=["ci_low", "ci_high"])
+    return table.to_string(float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}")
+
+
 def _mib(value) -> str:
     return "-" if value is None else f"{value / 2**20:.0f} MiB"
 
@@ -166,7 +177,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         _print()
         _print("per-run requests/s:")
-        _print(suite.table("rps").drop(columns=["ci_low", "ci_high"]).to_string(float_format=lambda v: f"{v:,.1f}"))
+        _print(_per_run(suite.table("rps")))
         _print()
         for verdict in suite.verdicts("rps")["verdict"]:
             _print("  " + verdict)
