@@ -56,11 +56,22 @@ kind: WarmupClass = "warmup"
 '''
 
 
+#: The libraries' own types play no part in a closed set: skipped, mypy checks the typos in 3.5 s from a cold
+#: cache, where following numpy's and pandas' stubs took 15 s (a fresh clone's fast tier waited on it).
+SKIPPED = """[mypy]
+python_version = 3.11
+ignore_missing_imports = true
+[mypy-numpy.*,pandas.*,scipy.*,altair.*,psutil.*,docker.*,IPython.*,ipywidgets.*,nbformat.*,papermill.*]
+follow_imports = skip
+"""
+
+
 def test_mypy_refuses_a_typo_in_a_closed_set(tmp_path):
-    # mypy runs first in the checks, so its cache is warm here: about a second
     source = tmp_path / "typos.py"
     source.write_text(TYPOS)
-    done = subprocess.run([sys.executable, "-m", "mypy", str(source)], cwd=ROOT, capture_output=True, text=True,
+    (tmp_path / "mypy.ini").write_text(SKIPPED)
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(tmp_path / "mypy.ini"), "--cache-dir",
+                           str(tmp_path / "cache"), str(source)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     lines = [line.split("typos.py:", 1)[1] for line in done.stdout.splitlines() if "typos.py:" in line]
     found = sorted(int(line.split(":")[0]) for line in lines)
