@@ -362,6 +362,22 @@ def test_show_strips_control_characters_from_stored_names(tmp_path, capsys):
     assert not any(c in out for c in "\x1b\x07\x9b\r"), repr(out)
 
 
+def test_show_prints_each_forks_figure_and_the_interval_as_the_notebooks_do(tmp_path, capsys):
+    # The terminal's per-run table printed its interval as a tuple in scientific notation and a cv of 0.9% as 0.0
+    import dataclasses
+
+    from benchlab.cli import main
+
+    for repeat, rps in enumerate([33151.7, 32723.7, 33420.0], start=1):
+        run = good_run(f"r{repeat}", rps=rps)
+        save(dataclasses.replace(run, params={**run.params, "repeat": repeat}), tmp_path / run.id)
+    assert main(["show", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    table = out.split("per-run requests/s:")[1].split("\n\n")[0]
+    assert "e+0" not in table and "33.2k" in table and "[" in table, table
+    assert "1.1%" in table, table  # the forks' cv (sd 351 of 33,098), in per cent as the notebooks show it
+
+
 def test_reading_stays_fast(tmp_path):
     for i in range(200):
         save(good_run(f"r{i:03d}"), tmp_path / f"r{i:03d}")

@@ -262,14 +262,3 @@ def test_a_run_stored_with_the_old_word_iteration_reads_as_window(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(doc))
     assert read(tmp_path / "run.json").params["window"] == 2
 
-
-def test_the_terminal_per_run_table_shows_the_interval_in_the_figures_digits():
-    import pandas as pd
-
-    from benchlab.present.terminal import _per_run
-
-    table = pd.DataFrame({"fork 1": [33151.7], "mean": [32937.7], "ci": [(30328.2, 35773.3)], "ci_low": [30328.2],
-                          "ci_high": [35773.3], "cv": [0.009], "windows": [6]}, index=["spring-jetty"])
-    text = _per_run(table)
-    assert "[30,328, 35,773]" in text and "e+04" not in text, text
-    assert "0.009" in text, "a cv below 0.05 is not rounded to 0.0"

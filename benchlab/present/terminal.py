@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from . import formatting
 from .numbers import ms as _ms  # one formatter for the terminal, the notebooks and the report
 
 # ESC sequences first (CSI such as cursor moves, OSC such as OSC 52's clipboard write, then any other ESC
@@ -27,17 +28,6 @@ def printable(text: str) -> str:
 
 def _print(text: str = "") -> None:
     print(printable(str(text)))
-
-
-def _per_run(table) -> str:
-    """The per-run table for a terminal: the interval as ``[low, high]`` in the figures' own digits (not a tuple
-    in scientific notation), and a cv that stays readable below 0.05 (not rounded to 0.0)."""
-    table = table.copy()
-    if {"ci_low", "ci_high"} <= set(table.columns):
-        table["ci"] = [f"[{low:,.0f}, {high:,.0f}]" if low == low and high == high else "-"
-                       for low, high in zip(table["ci_low"], table["ci_high"])]
-        table = table.drop(columns=["ci_low", "ci_high"])
-    return table.to_string(float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}")
 
 
 def _mib(value) -> str:
@@ -177,7 +167,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
         _print()
         _print("per-run requests/s:")
-        _print(_per_run(suite.table("rps")))
+        _print(formatting.per_run(suite.table("rps")).to_string())  # the notebooks' rounding: one rule
         _print()
         for verdict in suite.verdicts("rps")["verdict"]:
             _print("  " + verdict)
