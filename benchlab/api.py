@@ -26,10 +26,10 @@ from .store.results import Run
 
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
-        timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None, driver=None,
-        pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None,
-        cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-        load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, results_dir=None,
+        warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None,
+        driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
+        java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
+        base_image=None, load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, results_dir=None,
         label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
@@ -91,8 +91,9 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 @keywords
 def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, windows=None,
             interleave=None, precision=0.03, max_repeats=10, budget=None, threads=None, duration="30s",
-            warmup="auto", timeout="10s", load="duration", users=None, loops=None, rates=None, ramp_up=0, plan=None,
-            driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None, restart="each-fork",
+            warmup="auto", warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rates=None,
+            ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
+            restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
             load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, hosts=None,

@@ -284,6 +284,12 @@ RESTARTS: tuple[Restart, ...] = get_args(Restart)
 Interleave = Literal["forks", "windows"]
 INTERLEAVES: tuple[Interleave, ...] = get_args(Interleave)
 
+#: How ``warmup="auto"`` makes room for a JVM's compiler on the server's core while it warms
+#: (:mod:`benchlab.running.warming`): its compiler threads run first ("jit-first"), the load pauses while they
+#: work ("pauses"), or they share the core with the request threads as the scheduler sees fit ("shared").
+Warming = Literal["jit-first", "pauses", "shared"]
+WARMINGS: tuple[Warming, ...] = get_args(Warming)
+
 #: A warm-up's class after Barrett et al. (:func:`benchlab.analysis.changepoints.classify`): no change, faster
 #: at the end, slower at the end, or a last segment too short to be a steady state.
 WarmupClass = Literal["flat", "warm-up", "slowdown", "no steady state"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import subprocess
 import sys
@@ -106,14 +108,43 @@ def test_the_compiler_threads_cpu_is_what_the_kernel_counts_for_them_by_name():
     assert compilers.seconds() is None, "the process is gone"
 
 
+def test_jit_first_favours_the_compiler_threads_alone_and_puts_them_back():
+    from benchlab.running import warming
+
+    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "spun"
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        names = {t: open(f"/proc/{child.pid}/task/{t}/comm").read().strip() for t in tids}
+        favour = warming.Favour(perfdata.CompilerThreads(child.pid))
+        favour.apply()
+        if favour.refused:  # not root: the warm-up says so and warms "shared"
+            pytest.skip(favour.refused)
+        nice = {t: os.getpriority(os.PRIO_PROCESS, t) for t in tids}
+        assert {names[t] for t in tids if nice[t] == warming.NICE} == {"C2 CompilerThre", "C1 CompilerThre"}
+        assert all(nice[t] == 0 for t in tids if "CompilerThre" not in names[t]), "request threads as they were"
+        favour.apply()  # again: nothing new to favour, and what it had is still to put back
+        assert favour.threads == 2
+        favour.restore()
+        assert all(os.getpriority(os.PRIO_PROCESS, t) == 0 for t in tids), "every thread at its own nice again"
+    finally:
+        child.kill()
+        child.wait()
+
+
 @pytest.mark.integration
-def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_left):
+@pytest.mark.parametrize("warming, limit", [("shared", 30.0), ("jit-first", 8.0)])
+def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_left, warming, limit):
     spec, instance = _started(tmp_path, server="spring-jetty")
     jvm = instance.counters()
+    load = dataclasses.replace(spec.load, warming=warming)
     try:
-        # A cold Jetty compiles for about 80 s under load here; 30 s of warm-up ends in the middle of it.
-        warmed = warmup.warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=tmp_path,
-                                perfdata=jvm, limit=30.0)
+        # A cold Jetty compiles for about 80 s under load here when its compiler shares the core, and about 10 s
+        # when it runs first: 30 s of the one, and 8 s of the other, end in the middle of it.
+        warmed = warmup.warm_up(instance.url, spec.scenario, load, cpus=spec.load_cpus, workdir=tmp_path,
+                                perfdata=jvm, limit=limit)
+        after = [os.getpriority(os.PRIO_PROCESS, tid) for tid in jvm.compilers.tids()]
     finally:
         jvm.close()
         instance.stop()
@@ -122,7 +153,11 @@ def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_
     assert busy > warmup.QUIET_SHARE, f"the JIT compiled {busy:.2f} s per second: it was busy"
     assert warmed["steady"] is False and warmed["rule"] == "jit+throughput"
     assert warmed["class"] in ("no steady state", "warm-up", "flat", "slowdown")
-    assert warmed["jit_quiet_s"] is None, "the compiler never went quiet in 30 s"
+    assert warmed["jit_quiet_s"] is None, f"the compiler never went quiet in {limit:g} s"
+    assert warmed["warming"] == warming
+    if warming == "jit-first":
+        assert warmed["favoured_threads"] >= 2, "C1's and C2's threads ran first"
+    assert after and set(after) == {0}, "the compiler threads are back at their own nice once the warm-up ends"
 
 
 @pytest.mark.integration

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..schema import AUTO, LOAD_MODELS, SECONDS, LoadModel  # warmup=AUTO: warm until warm (benchlab.running.warmup)
+from ..schema import AUTO, LOAD_MODELS, SECONDS, WARMINGS, LoadModel, Warming  # warmup=AUTO: warm until warm
 
 MODELS = LOAD_MODELS
 
@@ -71,6 +71,7 @@ class Load:
     threads: int = 1
     duration: float = 30.0
     warmup: float | str = "auto"
+    warming: Warming = "jit-first"  # how warmup="auto" makes room for a JVM's compiler (benchlab.running.warming)
     timeout: float = 10.0
     users: int | None = None
     loops: int | None = None
@@ -90,6 +91,8 @@ class Load:
                 raise UsageError(f"bad warmup {self.warmup!r}: use 'auto' (until the JIT is quiet and throughput "
                                  "steady) or a time such as '30s'")
             object.__setattr__(self, name, parse_duration(getattr(self, name), what=name))
+        if self.warming not in WARMINGS:
+            raise UsageError(f"unknown warming {self.warming!r}: choose one of {', '.join(WARMINGS)}")
         if self.model == "count":
             users = _positive_int("users", self.users)
             loops = _positive_int("loops", self.loops)

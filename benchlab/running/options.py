@@ -27,11 +27,13 @@ from ..schema import (
     LOAD_MODELS,
     ORDERS,
     RESTARTS,
+    WARMINGS,
     BackendName,
     Interleave,
     LoadModel,
     Order,
     Restart,
+    Warming,
 )
 
 #: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
@@ -97,6 +99,9 @@ class RunOptions:
     duration: str | float = option("30s", "text", "measured time, e.g. 30s or 2m")
     warmup: str | float = option("auto", "text", "warm-up before each measurement: auto (until the JIT is quiet and "
                                  "throughput steady) or a time such as 30s")
+    warming: Warming = option("jit-first", "text", "how warmup=auto makes room for a JVM's compiler on the server's "
+                              "core: jit-first (its compiler threads run first while it warms), pauses (the load "
+                              "pauses while it compiles) or shared (docs/warm-up.md)", choices=WARMINGS)
     timeout: str | float = option("10s", "text", "per-request timeout, e.g. 10s")
     load: LoadModel = option("duration", "text", "the load model", choices=LOAD_MODELS)
     users: int | None = option(None, "int", "count model: parallel users")
@@ -218,7 +223,8 @@ def _known(cls, given: dict, what: str) -> dict:
 _LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
           "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
 #: The closed sets are text in a notebook.
-_WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str", "Any": "Any"}
+_WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str",
+          "Warming": "str", "Any": "Any"}
 
 
 def _annotation(typed: str, kind: str) -> str:

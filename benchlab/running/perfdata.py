@@ -202,6 +202,15 @@ class CompilerThreads:
                     self._last[tid] = used
         return self._ended + sum(self._last.values())
 
+    def tids(self) -> list[int]:
+        """The compiler threads' ids now (a thread HotSpot starts later is found on the next call)."""
+        folder = f"/proc/{self.pid}/task"
+        try:
+            tids = os.listdir(folder)
+        except OSError:
+            return []
+        return [int(tid) for tid in tids if _is_compiler(self._names.get(tid) or _read(f"{folder}/{tid}/comm"))]
+
 
 def _is_compiler(name: str) -> bool:
     return "CompilerThre" in name or name.startswith("JVMCI")

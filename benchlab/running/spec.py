@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import cores, schema
 from ..errors import UsageError
-from ..schema import LOAD_MODELS, BackendName
+from ..schema import LOAD_MODELS, WARMINGS, BackendName
 from . import backends, drivers, generators, servers, variants
 from .load import Load, parse_duration
 from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
@@ -186,6 +186,7 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user); with
     several generators, one per core of each generator, at most one per connection of its share."""
     _choice("load", o.load, LOAD_MODELS)
+    _choice("warming", o.warming, WARMINGS)
     threads = o.threads
     if threads is None and load_hosts and isinstance(o.connections, int) and o.connections >= len(load_hosts):
         threads = generators.default_threads(load_hosts, o.connections, load_cores)
@@ -194,7 +195,8 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
         threads = max(1, min(len(load_cores), count if isinstance(count, int) and count > 0 else 1))
     plan = str(Path(o.plan).resolve()) if o.plan is not None else None  # the tool runs in the run's folder
     return Load(model=o.load, connections=o.connections, threads=threads,
-                duration=parse_duration(o.duration), warmup=o.warmup, timeout=parse_duration(o.timeout, what="timeout"),
+                duration=parse_duration(o.duration), warmup=o.warmup, warming=o.warming,
+                timeout=parse_duration(o.timeout, what="timeout"),
                 users=o.users, loops=o.loops, rate=o.rate, ramp_up=parse_duration(o.ramp_up, what="ramp_up"), plan=plan,
                 pipeline=o.pipeline, keepalive=o.keepalive)
 

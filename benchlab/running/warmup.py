@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..analysis import changepoints
 from ..schema import AUTO
-from . import drivers
+from . import drivers, warming
 from .load import Load
 
 SLICE = 5.0
@@ -276,13 +276,15 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
     first = SLICE if load.warmup == AUTO else min(SLICE, float(load.warmup))
     if first <= 0:
         return {"seconds": 0.0, "quiet": None, "slices": []}
-    slices = [_slice(url, scenario, _warming_load(load, first), "resume", began=began, cpus=cpus, workdir=workdir,
-                     runner=runner, perfdata=perfdata, on_slice=on_slice)]
-    quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
-    while quiet is False and time.monotonic() - began < limit:
-        slices.append(_slice(url, scenario, _warming_load(load, SLICE), "resume", began=began, cpus=cpus,
-                             workdir=workdir, runner=runner, perfdata=perfdata, on_slice=on_slice))
-        quiet = jit_quiet([origin, *slices], window=RESUME_WINDOW)
+    with warming.Room(load.warming if load.warmup == AUTO else "shared", perfdata) as one:
+        slices = [one(lambda: _slice(url, scenario, _warming_load(load, first), "resume", began=began, cpus=cpus,
+                                     workdir=workdir, runner=runner, perfdata=perfdata, on_slice=on_slice))]
+        quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
+        while quiet is False and time.monotonic() - began < limit:
+            slices.append(one(lambda: _slice(url, scenario, _warming_load(load, SLICE), "resume", began=began,
+                                             cpus=cpus, workdir=workdir, runner=runner, perfdata=perfdata,
+                                             on_slice=on_slice)))
+            quiet = jit_quiet([origin, *slices], window=RESUME_WINDOW)
     return {"seconds": time.monotonic() - began, "quiet": quiet, "slices": slices}
 
 
@@ -317,27 +319,30 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
                 "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
                 "counters": [start, end] if perfdata else []}
 
-    def one(phase: str, slice_load: Load) -> dict:
-        return _slice(url, scenario, slice_load, phase, began=began, cpus=cpus, workdir=workdir, runner=runner,
-                      perfdata=perfdata, on_slice=on_slice)
+    room = warming.Room(load.warming, perfdata)
+    with room as take:
+        def one(phase: str, slice_load: Load) -> dict:
+            return take(lambda: _slice(url, scenario, slice_load, phase, began=began, cpus=cpus, workdir=workdir,
+                                       runner=runner, perfdata=perfdata, on_slice=on_slice))
 
-    slices: list[dict] = []
-    prime = _warming_load(load, SLICE, connections=min(PRIME_CONNECTIONS, load.connections))
-    if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
-        while time.monotonic() - began < min(PRIME_LIMIT, limit):
-            slices.append(one("prime", prime))
-            if jit_quiet([start, *slices]):
+        slices: list[dict] = []
+        prime = _warming_load(load, SLICE, connections=min(PRIME_CONNECTIONS, load.connections))
+        if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
+            while time.monotonic() - began < min(PRIME_LIMIT, limit):
+                slices.append(one("prime", prime))
+                if jit_quiet([start, *slices]):
+                    break
+        primed = slices[-1]["t"] if slices else None
+        origin = slices[-1] if slices else start  # the counters as the run's own load begins
+        own: list[dict] = []
+        carrying = _warming_load(load, SLICE)
+        while True:
+            own.append(one("load", carrying))
+            slices.append(own[-1])
+            carrying = _carrying(load, carrying, own[-1])
+            state = judge(own, origin=origin if perfdata else None)
+            if state["warm"] or time.monotonic() - began >= limit:
                 break
-    primed = slices[-1]["t"] if slices else None
-    origin = slices[-1] if slices else start  # the counters as the run's own load begins
-    own: list[dict] = []
-    warming = _warming_load(load, SLICE)
-    while True:
-        own.append(one("load", warming))
-        slices.append(own[-1])
-        warming = _carrying(load, warming, own[-1])
-        state = judge(own, origin=origin if perfdata else None)
-        if state["warm"] or time.monotonic() - began >= limit:
-            return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"],
-                    "class": state["class"], "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None,
-                    "rule": state["rule"], "primed_s": primed, "slices": slices, "counters": []}
+    return {"mode": "auto", "seconds": time.monotonic() - began, "steady": state["warm"], "class": state["class"],
+            "jit_quiet_s": quiet_since([start, *slices]) if perfdata else None, "rule": state["rule"],
+            "primed_s": primed, "slices": slices, "counters": [], **room.said}
