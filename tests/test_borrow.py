@@ -13,6 +13,7 @@ of 3 servers and 2 to 6 rounds from the same model. ``benchmarks/borrow.py`` pri
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,3 +143,75 @@ def test_a_prior_five_times_too_small_without_the_guard_fails_the_coverage():
     """The test can fail: the wrong method (squeezed toward a prior 5x too small, no noisy guard) falls short."""
     wrong = simulate("varied rps", 3, TRIALS, seed=7, wrong=True)
     assert wrong["coverage"] < COVERAGE_FLOOR, wrong
+
+
+# --- the same rule on stored runs: the history read from folders, this machine's only ------------------------
+
+HERE = {"system": {"hostname": "bench1"}, "cpu": {"model": "Xeon", "logical_cpus": 8}}
+LAPTOP = {"system": {"hostname": "laptop"}, "cpu": {"model": "M2", "logical_cpus": 8}}
+
+
+def _sitting(suite: str, rounds: int, rng, *, spread: float = 0.03, machine=HERE, shift: float = 1.0):
+    """Three servers' forks in ``rounds`` rounds, one window each, on ``machine``: spring-jetty ``shift`` times
+    spring-tomcat, the round's state shared."""
+    from benchlab.store.results import Run
+
+    records = []
+    for r in range(1, rounds + 1):
+        state = math.exp(0.1 * rng.standard_normal())
+        for server, level in (("spring-tomcat", 1.0), ("spring-jetty", shift), ("spring-undertow", 1.0)):
+            rps = 10_000 * level * state * math.exp(spread * rng.standard_normal())
+            records.append(Run(id=f"{suite}-{server}-{r}", params={"server": server, "repeat": r, "connections": 64},
+                               metrics={"rps": rps, "p99": 5.0 / rps * 10_000}, metadata=machine, suite=suite))
+    return records
+
+
+def _store(tmp_path, name: str, records) -> str:
+    from benchlab.store.results import save
+
+    folder = tmp_path / name
+    for record in records:
+        save(record, folder / record.id)
+    return str(folder)
+
+
+def test_a_stored_suite_borrows_this_machines_history_and_says_so(tmp_path):
+    from benchlab.analysis.suite import Suite
+
+    rng = np.random.default_rng(1)
+    stored = [_store(tmp_path, f"old{k}", _sitting(f"old{k}", 3 + k % 3, rng)) for k in range(6)]
+    suite = Suite(_sitting("now", 2, rng, shift=1.25))
+    suite.history = tuple(stored)
+    verdict = suite.verdicts()
+    row = verdict[verdict["server"] == "spring-jetty"].iloc[0]
+    assert row["test"] == "moderated t" and "stored forks" in row["verdict"], row["verdict"]
+    assert row["significant"] and "at 2 rounds" not in row["verdict"], row["verdict"]
+    assert "Welch t" in suite.verdicts(borrow=False).iloc[0]["verdict"]  # borrow=False: the verdict as it was
+    laptop = Suite(_sitting("now", 2, rng, shift=1.25, machine=LAPTOP))
+    laptop.history = tuple(stored)  # another machine's history is no prior: only the sitting's servers are pooled
+    assert "stored forks" not in laptop.verdicts().iloc[0]["verdict"]
+
+
+def test_a_noisy_sitting_is_flagged_and_a_damaged_stored_run_skipped(tmp_path):
+    from benchlab.analysis.suite import Suite
+
+    rng = np.random.default_rng(2)
+    stored = [_store(tmp_path, f"old{k}", _sitting(f"old{k}", 4, rng, spread=0.01)) for k in range(5)]
+    (Path(stored[0]) / "old0-spring-tomcat-1" / "run.json").write_text("{ not json")
+    suite = Suite(_sitting("now", 3, rng, spread=0.2))
+    suite.history = tuple(stored)
+    flagged = suite.flags()
+    noisy = flagged[flagged["flag"] == "noisy_sitting"]
+    assert len(noisy) and "rps's fork variance" in noisy.iloc[0]["explanation"]
+    assert "stored forks" not in suite.verdicts().iloc[0]["verdict"]  # judged on its own
+    assert any("old0-spring-tomcat-1" in line for line in suite._borrowing().skipped)
+
+
+def test_a_history_folder_that_does_not_exist_is_one_line(tmp_path):
+    from benchlab.analysis.suite import Suite
+    from benchlab.errors import UsageError
+
+    suite = Suite(_sitting("now", 2, np.random.default_rng(3)))
+    suite.history = (str(tmp_path / "nowhere"),)
+    with pytest.raises(UsageError, match="is not a folder"):
+        suite.verdicts()
