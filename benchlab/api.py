@@ -185,7 +185,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     if results_dir is None:
         base = base / f"compare-{suite}"
     bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
-                   enabled=progress, listener=on_progress)
+                   enabled=progress, listener=on_progress, deadline=rule.budget.deadline if rule.budget else None)
     live = _live(progress and not machines, on_slice)
     shown = on_slice if live is None else live.add
     records: list[Run] = []
