@@ -66,10 +66,12 @@ def _history(rng, trials: int, s0: float, heavy: bool, bimodal: bool):
     return d0, s02, dfs.sum(axis=-1)
 
 
-def simulate(case: str, rounds: int, trials: int, seed: int, *, ratio: float = 1.0, wrong: bool = False) -> dict:
+def simulate(case: str, rounds: int, trials: int, seed: int, *, ratio: float = 1.0, wrong: bool = False,
+             borrowing: bool = True) -> dict:
     """One case at ``rounds`` rounds: the shares of ``trials`` sittings whose interval covered the true ratio of
     means (server 0 over server 1), that were called significant, that borrowed, and that were flagged noisy.
-    ``wrong``: the deliberately wrong method, every sitting squeezed toward a prior 5x too small, no noisy guard."""
+    ``wrong``: the deliberately wrong method, every sitting squeezed toward a prior 5x too small, no noisy guard;
+    ``borrowing`` False: every sitting judged as without borrowing (forks apart, Cox and Welch or Mann-Whitney)."""
     rng = np.random.default_rng(seed)
     metric = "rps" if case == "varied rps" else "p99"
     s0, round_sd = SPREAD[metric]
@@ -87,7 +89,7 @@ def simulate(case: str, rounds: int, trials: int, seed: int, *, ratio: float = 1
     if wrong:
         prior = (np.full(trials, np.inf), prior[1] / 5, prior[2])
     judged = borrow.judge(logs, 0, 1, prior, paired=True, alpha=ALPHA)
-    used = judged["borrowed"] | wrong
+    used = (judged["borrowed"] & borrowing) | wrong
     if wrong:
         judged = _forced(logs, prior)
     a, b = np.exp(logs[:, 0]), np.exp(logs[:, 1])
@@ -97,7 +99,9 @@ def simulate(case: str, rounds: int, trials: int, seed: int, *, ratio: float = 1
     high = np.where(used, judged["high"], own_high)
     p = np.where(used, judged["p"], own_p)
     covered = (low <= ratio) & (ratio <= high)
-    return {"coverage": float(covered.mean()), "significant": float(intervals.significant(p, low, high, ALPHA).mean()),
+    width = np.median(np.log(high / low))
+    called = intervals.significant(p, low, high, ALPHA)
+    return {"width": float(width), "coverage": float(covered.mean()), "significant": float(called.mean()),
             "borrowed": float(used.mean()), "noisy": float(judged["noisy"].mean()),
             "noisy_coverage": float(covered[judged["noisy"]].mean()) if judged["noisy"].any() else math.nan}
 
