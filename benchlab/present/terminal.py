@@ -147,13 +147,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
         _custom(suite)
-        reached = getattr(suite, "precision", None)
-        if reached:
-            stopper = "the budget stopped it" if reached.get("budget") else "max_repeats stopped it"
-            outcome = "reached" if reached["reached"] else f"NOT reached: {stopper}; the ratios are less precise"
-            _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                   f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
-                                                                       else ""))
+        _precision(suite)
         spent = getattr(suite, "budget", None)
         if spent:
             _print(f"budget: {spent['text']}")
@@ -188,6 +182,18 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
                     continue
                 where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
                 _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+
+
+def _precision(suite) -> None:
+    """repeats="auto": the rounds run, the widest rps interval, and whether the precision asked was reached, or what
+    stopped the rounds short of it (the budget, or max_repeats)."""
+    reached = getattr(suite, "precision", None)
+    if reached:
+        stopper = "the budget stopped it" if reached.get("budget") else "max_repeats stopped it"
+        outcome = "reached" if reached["reached"] else f"NOT reached: {stopper}; the ratios are less precise"
+        _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+               f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
+                                                                   else ""))
 
 
 def _custom(suite) -> None:
