@@ -97,7 +97,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
             load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, hosts=None,
-            results_dir=None, label=None, progress=True, on_run=None, on_progress=None, on_slice=None):
+            borrow=True, history=None, results_dir=None, label=None, progress=True, on_run=None, on_progress=None,
+            on_slice=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -145,6 +146,10 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         runs whole rounds, one at a time, all at once; every run records its ``host``, the statistics pair by
         round as before, and a host that stops answering has its round run on the others (docs/scale-out.md;
         ``Suite.hosts()``). Each must answer and hold the server images before any round starts.
+    borrow, history : a verdict of fewer rounds than the signed rank needs borrows strength for its fork variance
+        from the cell's other servers and this machine's comparisons stored in ``history`` (results folders;
+        None: the results root's), and says what it borrowed (``Suite.borrow``, ``Suite.history``; see
+        :mod:`benchlab.analysis.borrow`)
     on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
         notebook can redraw while the comparison goes on
     on_progress : called with the :class:`~benchlab.running.progress.Progress` whenever the run under way or its
@@ -181,7 +186,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     if results_dir is None:
         base = base / f"compare-{suite}"
     bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
-                   enabled=progress, listener=on_progress)
+                   enabled=progress, listener=on_progress, deadline=rule.budget.deadline if rule.budget else None)
     live = _live(progress and not machines, on_slice)
     shown = on_slice if live is None else live.add
     records: list[Run] = []
@@ -203,6 +208,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             live.clear()
         writer.release()
     result = Suite(records, baseline=rule.baseline, path=str(base))
+    result.borrow, result.history = comparison.borrow, comparison.history  # how its verdicts are judged
     rule.describe(result, records)
     return result
 

@@ -47,7 +47,8 @@ def test_prepare_checks_every_per_run_option_from_one_object():
     assert len(inspect.signature(spec.prepare).parameters) <= 8
     compare_only = {o.name for o in declared.options("compare")} - {o.name for o in declared.options("run")}
     assert compare_only == {"servers", "scenarios", "repeats", "windows", "interleave", "precision", "max_repeats",
-                            "budget", "rates", "order", "seed", "restart", "baseline", "factors", "hosts", "progress"}
+                            "budget", "rates", "order", "seed", "restart", "baseline", "factors", "hosts", "borrow",
+                            "history", "progress"}
 
 
 def test_no_keyword_dict_carries_options_from_api_into_running():

@@ -250,6 +250,7 @@ class Rule:
         self.interleave = interleave
         self.windows_a_fork, self.precision, self.baseline = windows, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
+        self.stopped_by_budget = False  # a round the budget could not pay for was not started
         # the ratios will be judged by round (cells.rounds) if the comparison may run rounds enough for it
         self.paired = repeats == AUTO or repeats >= pairs.reach(0.05)
 
@@ -264,6 +265,7 @@ class Rule:
         if self.budget is not None and new_round and repeat > 1:
             fork_s, window_s = costs(records)
             if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat) * window_s)):
+                self.stopped_by_budget = True  # what the summary says stopped it, not max_repeats
                 return True
         return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision)
 
@@ -271,7 +273,10 @@ class Rule:
         """The windows the fork of round ``repeat`` measures."""
         if not self.by_design:
             return self.windows_a_fork
-        if repeat > 2 and self.chosen is None:
+        # On several hosts (compare(hosts=...)) round 3 can be planned while the pilot's rounds still run: the design
+        # waits for both, and rounds planned meanwhile measure the pilot's windows.
+        piloted = len({r.params.get("repeat") for r in records if r.status == "ok"}) >= 2
+        if repeat > 2 and self.chosen is None and piloted:
             self.chosen = design(records, interleave=self.interleave, paired=self.paired)
         return self.chosen["windows"] if self.chosen else PILOT_WINDOWS
 
@@ -288,7 +293,10 @@ class Rule:
             suite.precision = {"asked": self.precision, "reached": bool(reached),
                                "repeats": max(r.params["repeat"] for r in records),
                                "widest": widest(records, self.baseline),
-                               "note": custom.note(custom.attached(records))}
+                               "note": custom.note(custom.attached(records)),
+                               # the budget, where it ended the rounds or their forks (its deadline within a round)
+                               "budget": bool(self.budget is not None and (
+                                   self.stopped_by_budget or self.budget.spent >= self.budget.seconds))}
         if self.budget is not None:
             suite.budget = self.spent(records)
 

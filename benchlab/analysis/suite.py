@@ -37,6 +37,12 @@ class Suite:
     #: budget=: what the budget bought (:meth:`benchlab.analysis.precision.Rule.spent`): the time asked and spent,
     #: the rounds, the widest rps interval and what more time would buy, with ``text`` saying it; None otherwise.
     budget: dict | None = None
+    #: Whether verdicts of fewer rounds than the signed rank needs borrow strength for the fork variance: from the
+    #: cell's other servers and this machine's history (:mod:`benchlab.analysis.borrow`). ``compare(borrow=)``.
+    borrow: bool = True
+    #: Where that history is read: results folders, or None for the results root's comparisons (this suite's own
+    #: runs and other machines' are never its history). ``compare(history=)``.
+    history: tuple | None = None
 
     def __init__(self, records: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
                  damaged: Iterable[str] = (), strict: bool = False):
@@ -48,6 +54,7 @@ class Suite:
         #: their run.json figures). ``flags()`` shows each as a row, flag "damaged".
         self.damaged: list[str] = list(damaged)
         self._histograms: tuple | None = None
+        self._history = None  # the history.History of this suite's machine, read when first asked for
         self.runs = frame(self.records)
         from .stats import pick_baseline
 
@@ -89,7 +96,9 @@ class Suite:
     def __add__(self, other: Suite | Iterable[Run]) -> Suite:
         more = other.records if isinstance(other, Suite) else tuple(other)
         damaged = [*self.damaged, *(other.damaged if isinstance(other, Suite) else ())]
-        return Suite([*self.records, *more], baseline=self.baseline, damaged=damaged)
+        joined = Suite([*self.records, *more], baseline=self.baseline, damaged=damaged)
+        joined.borrow, joined.history = self.borrow, self.history
+        return joined
 
     def _each(self, read) -> list:
         """``read(run)`` for every run; a damaged file gives None, a line in :attr:`damaged` and one warning
@@ -190,11 +199,31 @@ class Suite:
         return tails.latency(self._fit_histograms(), self.runs, percentiles=percentiles, alpha=alpha)
 
     def verdicts(self, metric: str = "rps", baseline: str | None = None, *, alpha: float = 0.05,
-                 pairs: str = "baseline"):
-        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.analysis.verdicts.verdicts`."""
+                 pairs: str = "baseline", borrow: bool | None = None):
+        """Pairwise comparisons at level ``alpha``; see :func:`benchlab.analysis.verdicts.verdicts`. ``borrow``
+        (default :attr:`borrow`): a verdict of few rounds borrows strength for its fork variance, and says so.
+
+        >>> Suite([]).verdicts(borrow=False).empty
+        True
+        """
         from .verdicts import verdicts
 
-        return verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs)
+        return verdicts(self.runs, metric=metric, baseline=baseline or self.baseline, alpha=alpha, pairs=pairs,
+                        borrowing=self._borrowing() if (self.borrow if borrow is None else borrow) else None)
+
+    def _borrowing(self):
+        """The :class:`benchlab.analysis.history.History` of this suite's machine, read once (the history
+        folders checked first), with this suite's own comparisons left out."""
+        from collections import Counter
+
+        from . import history
+
+        paths = history.folders(self.history)
+        if self._history is None or self._history.paths != paths:
+            named = Counter(m for m in map(history.machine, self.records) if m is not None)
+            host = named.most_common(1)[0][0] if named else None
+            self._history = history.History(paths, host=host, exclude={r.suite for r in self.records})
+        return self._history
 
     def table(self, metric: str = "rps", *, alpha: float = 0.05):
         """The per-fork table (fork 1, fork 2, ..., mean, CI); see :func:`benchlab.analysis.stats.table`."""
@@ -215,22 +244,24 @@ class Suite:
         return hosts.hosts(self.runs, metric, level=hosts.LEVEL if level is None else level)
 
     def flags(self):
-        """Noise and validity flags per run and per cell (see :func:`benchlab.analysis.flags.flags`), and a row per
-        damaged file: level "run", flag "damaged", the line that names the file as its explanation."""
+        """Noise and validity flags per run and per cell (see :func:`benchlab.analysis.flags.flags`), a row per
+        damaged file (level "run", flag "damaged", the line that names the file as its explanation), and with
+        :attr:`borrow`, a ``noisy_sitting`` row per cell and metric whose fork variance lay far above its prior."""
         import pandas as pd
 
         from ..schema import FLAGS
-        from . import flags, hosts
+        from . import flags, hosts, sittings
 
         found = flags.flags(self.runs)
         level = hosts.LEVEL
         odd = [{"level": "host", "flag": "host_differs", "explanation": FLAGS["host_differs"].format(
             host=row.host, shift=row.shift, p=row.p, level=level / (len(ran) if len(ran) > 2 else 1))}
             for ran in [self.hosts()] for row in ran.itertuples() if row.host_differs]
-        if not self.damaged and not odd:
+        noisy = sittings.noisy(self.runs, self._borrowing(), self.baseline, alpha=0.05) if self.borrow else []
+        if not self.damaged and not odd and not noisy:
             return found
         rows = pd.DataFrame([*({"level": "run", "flag": "damaged", "explanation": FLAGS["damaged"].format(line=line)}
-                               for line in self.damaged), *odd], columns=found.columns)
+                               for line in self.damaged), *odd, *noisy], columns=found.columns)
         return pd.concat([found, rows], ignore_index=True) if len(found) else rows
 
 

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from . import cells, intervals
+from . import cells, intervals, sittings
 from .pairs import reach as rounds_needed
 from .stats import LOWER_IS_BETTER, _by_cell, count, pick_baseline, ratio_ci, test_difference
 from .validity import said, usable
@@ -27,7 +27,7 @@ def _format_change(metric: str, ratio: float, low: float, high: float) -> str:
 
 
 def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = None, *,
-             alpha: float = 0.05, pairs: str = "baseline") -> pd.DataFrame:
+             alpha: float = 0.05, pairs: str = "baseline", borrowing=None) -> pd.DataFrame:
     """Pairwise comparisons per cell: each server against the baseline (``pairs="all"``: every pair).
 
     A difference is significant when :func:`test_difference` rejects at ``alpha`` and the ratio's interval
@@ -45,6 +45,8 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
         cell = cell if isinstance(cell, tuple) else (cell,)
         servers = list(dict.fromkeys(group["server"]))
         kept = kept_by_cell.get(cell, group.iloc[0:0])
+        shape = sittings.layout(kept, metric) if borrowing is not None else None
+        prior = borrowing.prior(metric, shape.paired) if shape is not None else None
         if pairs == "all":
             pairings = [(a, b) for i, b in enumerate(servers) for a in servers[i + 1:]]
         else:
@@ -53,15 +55,21 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
             notes = "; ".join(filter(None, (said(left.get((cell, s))) for s in (server, against))))
             row = {c: cells.restore(v) for c, v in zip(keys, cell)}
             row.update(_verdict(kept[kept["server"] == server], kept[kept["server"] == against], metric,
-                                server=server, against=against, alpha=alpha, notes=notes))
+                                server=server, against=against, alpha=alpha, notes=notes,
+                                borrowed=_borrowed(shape, prior, server, against, alpha)))
             rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, "metric", "server", "baseline", "change", "change_low",
                                        "change_high", "p_value", "test", "significant", "better", "judged",
                                        "verdict"])
 
 
+def _borrowed(shape, prior, server, against, alpha: float):
+    """The pair judged with borrowed strength, or None (nothing to borrow, or a noisy sitting)."""
+    return None if shape is None else sittings.judge(shape, server, against, prior, alpha=alpha)[0]
+
+
 def _verdict(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, *, server, against, alpha: float,
-             notes: str) -> dict:
+             notes: str, borrowed=None) -> dict:
     """One pairing's verdict from its sides' clean fork rows; ``notes`` says what each side left out. A side
     with no clean fork is not judged: the verdict says why, and nothing about a difference."""
     if mine.empty or theirs.empty:
@@ -72,12 +80,16 @@ def _verdict(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, *, server, a
     a, b, paired = cells.rounds(mine, theirs, metric, alpha=alpha)
     ratio, low, high = ratio_ci(a, b, alpha=alpha, paired=paired)
     test, p = test_difference(a, b, alpha=alpha, paired=paired)
-    significant = bool(intervals.significant(p, low, high, alpha))
     n = count(a, b, paired)
     unit = "round" if paired else "repeat"
+    lent = ""
+    if borrowed is not None and not paired:  # the signed rank cannot judge these rounds: borrow strength
+        low, high, p, test, lent = borrowed.low, borrowed.high, borrowed.p, "moderated t", f"; {borrowed.said}"
+        n, unit = borrowed.rounds, "round" if borrowed.paired else "repeat"
+    significant = bool(intervals.significant(p, low, high, alpha))
     change = _format_change(metric, ratio, low, high)
     if significant:
-        tail = f"significant ({test} {_format_p(p)})"
+        tail = f"significant ({test} {_format_p(p)}{lent})"
     elif test == "none":
         least = f"{rounds_needed(alpha)} rounds" if paired else "2 each"  # `pairs` is an option here
         tail = f"not distinguishable at {n} {unit}{'s' if n != 1 else ''} (at least {least} are needed)"
@@ -87,7 +99,7 @@ def _verdict(mine: pd.DataFrame, theirs: pd.DataFrame, metric: str, *, server, a
         tail = (f"not distinguishable at {n} {unit}s ({test} {_format_p(p)}, but the {1 - alpha:.0%} interval "
                 f"includes 0%, and both must agree)")
     else:
-        tail = f"not distinguishable at {n} {unit}s ({test} {_format_p(p)})"
+        tail = f"not distinguishable at {n} {unit}s ({test} {_format_p(p)}{lent})"
     better = None
     if significant:
         better = (ratio < 1) if metric in LOWER_IS_BETTER else (ratio > 1)

@@ -147,12 +147,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
         _custom(suite)
-        reached = getattr(suite, "precision", None)
-        if reached:
-            outcome = "reached" if reached["reached"] else "NOT reached at max_repeats; the ratios are less precise"
-            _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
-                   f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
-                                                                       else ""))
+        _precision(suite)
         spent = getattr(suite, "budget", None)
         if spent:
             _print(f"budget: {spent['text']}")
@@ -164,7 +159,10 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print(f"the runs took {wall_text(took)} of wall time, first start to last end")
         _hosts(suite)
         _print()
-        _print(shown.to_string(index=False, float_format=lambda v: f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"))
+        number = _number  # one rule for every figure; an interval that does not exist is "-", not NaN
+        for column in ("ci_low", "ci_high"):
+            shown[column] = shown[column].map(lambda v: "-" if pd.isna(v) else number(v))
+        _print(shown.to_string(index=False, float_format=number))
         _print()
         _print("per-run requests/s:")
         _print(formatting.per_run(suite.table("rps")).to_string())  # the notebooks' rounding: one rule
@@ -184,6 +182,18 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
                     continue
                 where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
                 _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+
+
+def _precision(suite) -> None:
+    """repeats="auto": the rounds run, the widest rps interval, and whether the precision asked was reached, or what
+    stopped the rounds short of it (the budget, or max_repeats)."""
+    reached = getattr(suite, "precision", None)
+    if reached:
+        stopper = "the budget stopped it" if reached.get("budget") else "max_repeats stopped it"
+        outcome = "reached" if reached["reached"] else f"NOT reached: {stopper}; the ratios are less precise"
+        _print(f"repeats=auto: {reached['repeats']} rounds; widest rps interval +/-{reached['widest']:.1%} "
+               f"(asked +/-{reached['asked']:.0%}: {outcome})" + (f"; {reached['note']}" if reached.get("note")
+                                                                   else ""))
 
 
 def _custom(suite) -> None:
@@ -218,3 +228,12 @@ def _ceiling(suite) -> None:
     cell = varying(shares)  # the cell's columns, where there are several cells
     for row in shares.to_dict("records"):
         _print("  " + "".join(f"{c} {row[c]}, " for c in cell) + row["text"])
+
+
+def _number(value: float) -> str:
+    """A summary figure as the terminal prints it: three decimals below 10, one from 10.
+
+    >>> _number(0.12345), _number(9021.44)
+    ('0.123', '9,021.4')
+    """
+    return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"

@@ -79,9 +79,6 @@ def prepare(comparison: Comparison) -> tuple[Comparison, list[Host]]:
     run = comparison.run
     if run.docker_host or run.load_docker_host:
         raise UsageError("hosts name the docker engines: drop docker_host and load_docker_host, or drop hosts")
-    if comparison.budget is not None or comparison.windows == "auto":
-        raise UsageError("hosts run rounds at once, which a budget or windows='auto' cannot plan yet: give repeats "
-                         "and windows as numbers")
     for machine in machines:
         for url in machine.engines:
             answers(machine, url, allow_remote=run.allow_remote)

@@ -102,6 +102,11 @@ def check_design(comparison: Comparison) -> None:
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
     if comparison.budget is not None:
         budget_seconds(comparison.budget)
+    if not isinstance(comparison.borrow, bool):
+        raise UsageError(f"borrow must be True or False, not {comparison.borrow!r}")
+    from ..analysis.history import folders  # here: the statistics' imports are not every command's to pay
+
+    folders(comparison.history)  # each history folder exists, said before anything starts
 
 
 #: The least budget a comparison takes: a round of JVM forks warmed by "auto" costs minutes on one core.

@@ -187,6 +187,12 @@ class Comparison:
                           "heap, aot, server_cpus)", aliases=("--factor",))
     hosts: Any = option(None, "texts", "machines to run whole rounds on at once, each a docker engine url or a pair "
                         "server-engine+load-engine, comma separated; implies the docker backend (docs/scale-out.md)")
+    borrow: bool = option(True, "bool", "a verdict of fewer rounds than the signed rank needs (6 at alpha 0.05) "
+                          "borrows strength for its fork variance: from the cell's other servers and this machine's "
+                          "stored comparisons, and says so (docs/statistics.md); --no-borrow judges each pair on its "
+                          "own forks")
+    history: Any = option(None, "texts", "results folders whose comparisons are the history borrow reads, comma "
+                          "separated (default: the results root's); only runs measured on this machine are read")
     run: RunOptions = field(default_factory=RunOptions)
 
     @classmethod

@@ -72,8 +72,10 @@ class Progress:
     '[1/2] spring-jetty r1 - window - ETA 50s'
     """
 
-    def __init__(self, planned: list[float], *, enabled: bool = True, listener=None):
+    def __init__(self, planned: list[float], *, enabled: bool = True, listener=None, deadline: float | None = None):
         self.planned = planned
+        #: A budget's end (``time.monotonic()``): the comparison stops there, so no ETA lies beyond it.
+        self.deadline = deadline
         self.done = 0
         self.overheads: list[float] = []
         self.enabled = enabled
@@ -92,7 +94,11 @@ class Progress:
         left = self.planned[self.done:]
         overhead = sum(self.overheads) / len(self.overheads) if self.overheads else FIRST_GUESS_OVERHEAD
         running = time.monotonic() - self._run_began if self.done < len(self.planned) else 0.0
-        return max(0.0, sum(left) + overhead * len(left) - running)
+        planned = max(0.0, sum(left) + overhead * len(left) - running)
+        if self.deadline is None:
+            return planned
+        # the runs planned are max_repeats rounds; a budget stops before a round it cannot pay for
+        return min(planned, max(0.0, self.deadline - time.monotonic()))
 
     def start(self, label: str) -> None:
         self.label = label
@@ -136,8 +142,16 @@ class Progress:
             self._bar.close()
 
     def line(self) -> str:
+        """The bar's words: the run, its phase, and the ETA (under a budget, what is left of it at most).
+
+        >>> import time
+        >>> bar = Progress([600.0] * 10, enabled=False, deadline=time.monotonic() + 300)
+        >>> bar.start("round 1"); bar.line()
+        '[1/10] round 1 - start - ETA 5m00s (budget)'
+        """
+        budget = self.deadline is not None and self.eta() >= self.deadline - time.monotonic() - 1
         return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self.label} - {self.stage}"
-                f" - ETA {clock(self.eta())}")
+                f" - ETA {clock(self.eta())}{' (budget)' if budget else ''}")
 
     def _show(self, new_run: bool = False) -> None:
         if self.listener is not None:

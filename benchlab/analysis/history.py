@@ -1,0 +1,126 @@
+"""This machine's history, the prior of borrowed strength: each stored comparison's fork variance per cell and
+metric, read (never written) from results folders, of runs measured on the machine being judged.
+
+A machine is what its runs' metadata names: the hostname, the CPU model and its logical CPUs, and the host of
+``compare(hosts=...)``; a run that names none of them (imported, made in memory) is nobody's history. Each stored
+comparison (``suite``) gives, per cell, one variance of each metric with its degrees of freedom, laid out as the
+sitting judged is (:func:`benchlab.analysis.sittings.layout`): by round or apart, a prior only for its own kind.
+Damaged stored runs are left out and named in :attr:`History.skipped`, never fatal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ResultsError, UsageError
+from ..store.results import Run, frame, scan
+from . import borrow, cells, sittings
+from .validity import usable
+
+
+def machine(record: Run) -> tuple | None:
+    """What names the machine a run was measured on, or None where its metadata does not say.
+
+    >>> machine(Run(id="a", params={}, metrics={"rps": 1.0}, metadata={"system": {"hostname": "h"},
+    ...                                                                 "cpu": {"model": "m", "logical_cpus": 4}}))
+    ('h', 'm', 4, None)
+    """
+    system, cpu = record.metadata.get("system") or {}, record.metadata.get("cpu") or {}
+    hostname = system.get("hostname") if isinstance(system, dict) else None
+    if not hostname:
+        return None
+    model, cpus = (cpu.get("model"), cpu.get("logical_cpus")) if isinstance(cpu, dict) else (None, None)
+    return hostname, model, cpus, record.params.get("host")
+
+
+def folders(history) -> tuple[Path, ...] | None:
+    """The history's folders as given (None: the results root's), each checked to be a folder.
+
+    >>> folders(None) is None
+    True
+    """
+    if history is None:
+        return None
+    given = [history] if isinstance(history, (str, Path)) else list(history)
+    found = []
+    for folder in given:
+        path = Path(str(folder)).expanduser()
+        if not path.is_dir():
+            raise UsageError(f"history folder {folder} is not a folder: give results folders that exist, or "
+                             "leave history unset for the results root's")
+        found.append(path)
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """(d0, s0^2) fitted from ``count`` stored variances of ``forks`` forks, ``df`` their degrees of freedom."""
+
+    d0: float
+    s02: float
+    count: int
+    forks: int
+    df: float
+
+
+class History:
+    """Stored variances of this machine, read once, lazily, from ``paths`` (None: the results root), the runs of
+    ``exclude`` (the sitting's own suites) left out."""
+
+    def __init__(self, paths: Sequence[Path] | None, *, host: tuple | None, exclude: Iterable[str] = ()):
+        self.paths = paths
+        self.host = host
+        self.exclude = set(exclude)
+        self.skipped: list[str] = []
+        self._variances: list[dict] | None = None
+
+    def variances(self) -> list[dict]:
+        """``{"suite", "metric", "paired", "s2", "d", "forks"}`` per stored comparison, cell and metric."""
+        if self._variances is None:
+            self._variances = [] if self.host is None else _measured(self._records())
+        return self._variances
+
+    def _records(self) -> list[Run]:
+        from .. import home
+
+        found: list[Run] = []
+        for path in self.paths if self.paths is not None else (home.results_dir(),):
+            try:
+                runs, damaged = scan(path)
+            except ResultsError as exc:  # a folder with no readable run: nothing to learn from it, said
+                self.skipped.append(str(exc).splitlines()[0])
+                continue
+            self.skipped.extend(damaged)
+            found.extend(r for r in runs if r.suite not in self.exclude and machine(r) == self.host)
+        return found
+
+    def prior(self, metric: str, paired: bool) -> Prior | None:
+        """The prior of ``metric``'s fork variance of this kind, None from fewer than
+        :data:`benchlab.analysis.borrow.MIN_VARIANCES` stored variances."""
+        mine = [v for v in self.variances() if v["metric"] == metric and v["paired"] == paired]
+        if len(mine) < borrow.MIN_VARIANCES:
+            return None
+        d0, s02 = borrow.fit_prior([v["s2"] for v in mine], [v["d"] for v in mine])
+        return Prior(float(d0), float(s02), len(mine), sum(v["forks"] for v in mine), sum(v["d"] for v in mine))
+
+
+def _measured(records: list[Run], metrics: Sequence[str] = ("rps", "p50", "p99")) -> list[dict]:
+    if not records:
+        return []
+    clean, _ = usable(frame(records))  # the one rule: a flagged window is in no prior either
+    found = []
+    for suite, runs in clean.groupby("suite", sort=False):
+        _, groups = cells.group(cells.forks(runs))
+        for _, group in groups:
+            for metric in metrics:
+                shape = sittings.layout(group, metric)
+                if shape is None:
+                    continue
+                s2, d = sittings.variance(shape)
+                if d > 0 and math.isfinite(s2) and s2 > 0:
+                    found.append({"suite": suite, "metric": metric, "paired": shape.paired, "s2": s2, "d": d,
+                                  "forks": shape.forks})
+    return found
