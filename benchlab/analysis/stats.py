@@ -203,7 +203,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> import benchlab
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
-    from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
+    from .flagframe import flags_by_cell
     from .validity import usable
 
     baseline = pick_baseline(runs, baseline)
