@@ -115,12 +115,12 @@ def test_numbers_say_cores_round_ratios_alike_and_notes_read_as_text():
 def test_a_cell_of_one_run_does_not_say_its_runs_flag_again():
     import pandas as pd
 
-    from benchlab.analysis.flags import _cell_flags
+    from benchlab.analysis.flagframe import _cell_flags
 
     one = [[("jit_active", "the JIT compiled")]]
     assert _cell_flags(pd.Series([900.0]).to_numpy(), pd.Series([0.01]).to_numpy(), pd.Series(["f1"]).to_numpy(),
-                       one) == []
+                       one, 1) == []
     two = [[("jit_active", "the JIT compiled")], []]
     said_twice = _cell_flags(pd.Series([900.0, 910.0]).to_numpy(), pd.Series([0.01, 0.01]).to_numpy(),
-                             pd.Series(["f1", "f2"]).to_numpy(), two)
+                             pd.Series(["f1", "f2"]).to_numpy(), two, 2)
     assert said_twice == [("jit_active", "in some repeats: the JIT compiled")]

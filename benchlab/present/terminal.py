@@ -182,7 +182,10 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
                 if flag["flag"] == "damaged" or flag["level"] == "host":  # no run to name: the line names it
                     _print(f"  [{flag['flag']}] {flag['explanation']}")
                     continue
-                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
+                # a window's flag names the window and what it is (used, left out, retaken): a retaken window's
+                # flags are not the kept one's
+                where = (f"{flag['id']} ({flag['standing']})" if flag["level"] == "run"
+                         else f"{flag['server']} (all repeats)")
                 _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
 
 
