@@ -132,16 +132,23 @@ class Suite:
     @property
     def series(self):
         """Every measured window second by second, one row per run and second: ``id``, ``server``, ``status``,
+        ``standing`` (used, left out and why, retaken: :func:`benchlab.analysis.validity.standing`), ``repeat``,
         ``fork``, ``window``, then :data:`benchlab.analysis.series.COLUMNS` (throughput, the run's own CPU, what
         other processes and the host took of its cores, JIT, GC, and whether the second was disturbed). Runs
         stored before the machine was watched have no machine columns (NaN); a damaged samples file gives none."""
         import pandas as pd
 
         from . import series
+        from .validity import standing
 
         frames = [f for f in self._each(series.of_run) if f is not None and len(f)]
-        columns = ["id", "server", "status", "fork", "window", *series.COLUMNS]
-        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+        columns = ["id", "server", "status", "standing", "repeat", "fork", "window", *series.COLUMNS]
+        if not frames:
+            return pd.DataFrame(columns=columns)
+        found = pd.concat(frames, ignore_index=True)
+        said = dict(zip(self.runs["id"], standing(self.runs)))
+        repeats = dict(zip(self.runs["id"], self.runs["repeat"] if "repeat" in self.runs else [None] * len(self.runs)))
+        return found.assign(standing=found["id"].map(said), repeat=found["id"].map(repeats))[columns]
 
     @property
     def warmups(self):

@@ -20,6 +20,7 @@ from .frames import (
     nines,
     number,
     server_color,
+    standing,
     tick_labels,
     title,
     values,
@@ -38,8 +39,9 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     """Requests per second per server: the mean with its 95 % CI, and every repeat (a fork) as a dot.
 
     The mean and its interval are the summary's: over fork means of the windows the one rule lets in
-    (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a fork left out (generator-bound, not
-    warm, disturbed...) is a hollow dot that says why, and a side with none left has no bar. An interval that
+    (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a window left out (generator-bound, not
+    warm...) is a hollow triangle and one retaken (disturbed, measured again) a hollow diamond, outlined in its
+    server's colour, its tooltip saying why; a side with none left has no bar, and the subtitle says why. An interval that
     would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there, so the bars
     stay readable, and the subtitle says so.
 
@@ -60,18 +62,20 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     import altair as alt
     import pandas as pd
 
-    from ...analysis.validity import fit, reasons
+    from ...analysis.validity import Tally
 
-    frame, order = with_cells(finished(runs, "throughput"))
-    frame = frame.assign(left_out=["; ".join(why) for why in reasons(frame)])
+    frame, order = with_cells(standing(runs, "throughput"))
+    used = frame[frame["standing"] == "used"]
+    frame = frame.assign(left_out=["" if s == "used" else s for s in frame["standing"]])
     keys = ["scenario", "load_point", "server"]
-    forks = cell_forks(frame[fit(frame)])  # a dot a fork, its clean windows' mean: what the interval is over
-    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="",
+    forks = cell_forks(used)  # a dot a fork, its used windows' mean: what the interval is over
+    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="used",
                                                                            value=forks[metric].astype(float))
-    out = frame[~fit(frame)]
-    hollow = out[keys + ["id", "repeat", "connections", "left_out"]].assign(kind="left out", windows=1,
-                                                                           value=out[metric].astype(float))
-    cells = _cell_means(frame[fit(frame)], keys, metric)
+    out = frame[frame["left_out"] != ""]
+    hollow = out[keys + ["id", "repeat", "connections", "left_out"]].assign(
+        kind=["retaken" if s == "retaken" else "left out" for s in out["left_out"]], windows=1,
+        value=out[metric].astype(float))
+    cells = _cell_means(used, keys, metric)
     table = pd.concat([dots, hollow, pd.DataFrame(cells)], ignore_index=True)
     top, clipped = _axis(table)
     if clipped:
@@ -83,8 +87,8 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     # layers with nothing to draw (Vega warns on empty extents), and say why there is no bar.
     with_ci = any(number(c["ci_low"]) is not None for c in cells)
     if not cells:
-        empty = "no bars: every window was left out (the hollow marks, and why, in their tooltips)"
-        note = f"{note}; {empty}" if note else empty
+        empty = f"no bars: {Tally.of(frame)}; each is drawn hollow, its tooltip saying why"
+        note = f"{empty}; {note}" if note else empty
     layered = alt.layer(*([bars] if cells else []), *([bars_ci] if with_ci else []), repeats).properties(
         width=WIDTH, height=HEIGHT)
     return layered.facet(
@@ -101,10 +105,13 @@ def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]
         mean, low, high, n = interval(group, metric)
         known = number(low) is not None and number(high) is not None
         cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
-                      "value": mean, "ci_low": low, "ci_high": high, "n": n,
+                      "value": mean, "ci_low": low, "ci_high": high, "n": n, "windows": len(group),
                       "ci": f"{rate(low)} to {rate(high)}" if known else f"none: {n} repeat{'s' if n != 1 else ''}"})
     return cells
 
+
+#: The shape of each kind of dot: a fork used, a window left out by the one rule, a window retaken.
+MARKS = {"run": "circle", "left out": "triangle-down", "retaken": "diamond"}
 
 #: An interval reaching past this many times the largest mean or repeat drawn is cut at the axis.
 CLIP = 1.5
@@ -147,24 +154,27 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
         y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
-                 alt.Tooltip("ci:N", title="95% CI"), alt.Tooltip("n:Q", title="repeats")],
+                 alt.Tooltip("ci:N", title="95% CI"), alt.Tooltip("n:Q", title="repeats"),
+                 alt.Tooltip("windows:Q", title="windows used")],
     )
     bars_ci = base.transform_filter("datum.kind === 'cell' && isValid(datum.ci_low)").mark_errorbar(
         ticks=True, thickness=2, clip=True).encode(
         y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
         color=alt.value("black"),
     )
-    repeats = base.transform_filter("datum.kind === 'run' || datum.kind === 'left out'").mark_point(
-        size=55, opacity=0.9, filled=True).encode(
-        y=alt.Y("value:Q", scale=y_scale),
-        shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=["run", "left out"],
-                                                              range=["circle", "triangle-down"]),
-                        legend=alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : 'left out'")),
+    # A fork used is a filled dot; a window left out (a triangle) or retaken (a diamond) is hollow, drawn by its
+    # outline in its server's colour: filled marks have no stroke, so a hollow one would be invisible.
+    repeats = base.transform_filter("datum.kind !== 'cell'").mark_point(
+        size=60, opacity=1, filled=False, strokeWidth=2).encode(
+        y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
+        shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(MARKS), range=list(MARKS.values())),
+                        legend=alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : datum.label")),
+        fill=alt.Fill("server:N", scale=alt.Scale(domain=sorted(servers)), legend=None),
         fillOpacity=alt.condition(alt.datum.kind == "run", alt.value(0.9), alt.value(0.0)),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
                  alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run"),
-                 alt.Tooltip("left_out:N", title="left out, being")],
+                 alt.Tooltip("left_out:N", title="window")],
     )
     return bars, bars_ci, repeats
 
@@ -172,7 +182,7 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
 # --- latency percentile curve -------------------------------------------------------------------------
 
 def _percentiles_long(frame: pd.DataFrame) -> pd.DataFrame:
-    table = long(frame, ["id", "server", "scenario", "load_point", "repeat"],
+    table = long(frame, ["id", "server", "scenario", "load_point", "repeat", "standing"],
                   {column: frame.get(column) for column in PERCENTILE_COLUMNS}, "column")
     table["percentile"] = table.pop("column").map(PERCENTILE_COLUMNS).astype(float)
     table["nines"] = table["percentile"].map(nines)
@@ -185,7 +195,8 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
 
     x is the percentile p drawn at 1 / (1 - p/100) on a log scale, labelled 50, 90, 99, 99.9, 99.99, so each
     further nine gets the same room; y is latency in milliseconds. A line per server joins the mean over the
-    repeats, a dot per repeat shows their spread. Percentiles a tool did not report are left out.
+    windows used (the one rule's, as the summary's), a dot per window shows their spread, hollow where the window
+    was left out or retaken. Percentiles a tool did not report are left out.
 
     Example
     -------
@@ -194,7 +205,7 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
     """
     import altair as alt
 
-    frame, order = with_cells(finished(runs, "latency"))
+    frame, order = with_cells(standing(runs, "latency"))
     table = _percentiles_long(frame)
     if table.empty:
         raise ResultsError("no latency percentiles in these runs (the load tool reported none): "
@@ -205,16 +216,20 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
               axis=alt.Axis(values=[nines(p) for p in NINES_TICKS], labelExpr=label, grid=True))
     y = alt.Y("latency_ms:Q", title="latency (ms)")
     color = server_color(values(frame, "server"))
-    lines = alt.Chart(table).mark_line(point=False).encode(
+    # the line is the mean over the windows used, as the summary's; a window left out or retaken is a hollow dot
+    lines = alt.Chart(table).transform_filter(alt.datum.standing == "used").mark_line(point=False).encode(
         x=x, y=alt.Y("mean(latency_ms):Q", title="latency (ms)"), color=color,
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("percentile:Q", title="percentile"),
                  alt.Tooltip("mean(latency_ms):Q", title="mean latency (ms)", format=",.2f"),
                  alt.Tooltip("count(latency_ms):Q", title="repeats")],
     )
-    dots = alt.Chart(table).mark_circle(size=40, opacity=0.8).encode(
-        x=x, y=y, color=color,
+    dots = alt.Chart(table).mark_point(size=40, opacity=0.8, filled=False, strokeWidth=1.5).encode(
+        x=x, y=y, color=color, fill=alt.Fill("server:N", scale=alt.Scale(domain=sorted(values(frame, "server"))),
+                                             legend=None),
+        fillOpacity=alt.condition(alt.datum.standing == "used", alt.value(0.8), alt.value(0.0)),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"), alt.Tooltip("percentile:Q"),
-                 alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run")],
+                 alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run"),
+                 alt.Tooltip("standing:N", title="window")],
     )
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         **facets(frame, order),
