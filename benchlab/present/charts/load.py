@@ -66,17 +66,9 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
 
     frame, order = with_cells(standing(runs, "throughput"))
     used = frame[frame["standing"] == "used"]
-    frame = frame.assign(left_out=["" if s == "used" else s for s in frame["standing"]])
     keys = ["scenario", "load_point", "server"]
-    forks = cell_forks(used)  # a dot a fork, its used windows' mean: what the interval is over
-    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="used",
-                                                                           value=forks[metric].astype(float))
-    out = frame[frame["left_out"] != ""]
-    hollow = out[keys + ["id", "repeat", "connections", "left_out"]].assign(
-        kind=["retaken" if s == "retaken" else "left out" for s in out["left_out"]], windows=1,
-        value=out[metric].astype(float))
     cells = _cell_means(used, keys, metric)
-    table = pd.concat([dots, hollow, pd.DataFrame(cells)], ignore_index=True)
+    table = pd.concat([_points(frame, keys, metric), pd.DataFrame(cells)], ignore_index=True)
     top, clipped = _axis(table)
     if clipped:
         cut = f"an interval of {clipped} past {top:,.0f} {metric} is cut at the axis: too few repeats to bound it"
@@ -96,6 +88,21 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
         title=title(f"Throughput ({unit}): mean, 95% CI and each repeat", frame, note,
                     width=len(order) * (WIDTH + 20) + 60),
     )
+
+
+def _points(frame: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
+    """A dot a fork, its used windows' mean (what the interval is over), and a hollow mark a window left out or
+    retaken, its ``left_out`` saying which and why."""
+    import pandas as pd
+
+    forks = cell_forks(frame[frame["standing"] == "used"])
+    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="used",
+                                                                           value=forks[metric].astype(float))
+    out = frame[frame["standing"] != "used"]
+    hollow = out[keys + ["id", "repeat", "connections"]].assign(
+        left_out=out["standing"], kind=["retaken" if s == "retaken" else "left out" for s in out["standing"]],
+        windows=1, value=out[metric].astype(float))
+    return pd.concat([dots, hollow], ignore_index=True)
 
 
 def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]:

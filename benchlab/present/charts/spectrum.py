@@ -49,6 +49,17 @@ def _runs_long(runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _merged(latency: pd.DataFrame) -> pd.DataFrame:
+    """The merged percentiles in milliseconds, with their interval as one text, so a tooltip never shows "null"
+    where there is none (a cell of one run)."""
+    merged = latency.assign(load_point=[load_point(r) for r in latency.to_dict("records")],
+                            latency_ms=latency["latency_s"] * 1000.0, low_ms=latency["low"] * 1000.0,
+                            high_ms=latency["high"] * 1000.0, kind="merged")
+    return merged.assign(interval=[f"{low:,.3f} to {high:,.3f}" if low == low and high == high else
+                                   f"none: {n} run merged"
+                                   for low, high, n in zip(merged["low_ms"], merged["high_ms"], merged["n"])])
+
+
 def spectrum(latency: pd.DataFrame, runs: pd.DataFrame | None = None, *, note: str | None = None) -> alt.FacetChart:
     """The percentile spectrum of each cell's merged latency (:meth:`benchlab.analysis.suite.Suite.latency`).
 
@@ -70,12 +81,7 @@ def spectrum(latency: pd.DataFrame, runs: pd.DataFrame | None = None, *, note: s
     if latency is None or latency.empty:
         raise ResultsError("no merged latency to chart: these runs kept no latency histogram (imported or "
                            "older runs); chart their percentiles with charts.latency(suite.runs) instead")
-    merged = latency.assign(load_point=[load_point(r) for r in latency.to_dict("records")],
-                            latency_ms=latency["latency_s"] * 1000.0, low_ms=latency["low"] * 1000.0,
-                            high_ms=latency["high"] * 1000.0, kind="merged")
-    # the interval as one text, so a tooltip never shows "null" where there is none (a cell of one run)
-    merged["interval"] = [f"{low:,.3f} to {high:,.3f}" if low == low and high == high else f"none: {n} run merged"
-                          for low, high, n in zip(merged["low_ms"], merged["high_ms"], merged["n"])]
+    merged = _merged(latency)
     table = pd.concat([merged, _runs_long(runs)] if runs is not None else [merged], ignore_index=True)
     table = table[table["latency_ms"] > 0]  # a log axis has no 0 (JMeter's 0 ms medians)
     table = table.assign(nines=table["percentile"].map(_where))
