@@ -22,6 +22,7 @@ from . import cells
 from .flags import CV_LIMIT, TAIL_SPREAD_LIMIT, runs_flags
 from .validity import standing
 
+
 def _column(runs: pd.DataFrame, name: str) -> np.ndarray:
     return runs[name].astype(object).to_numpy() if name in runs else np.full(len(runs), None, dtype=object)
 

@@ -41,9 +41,9 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     The mean and its interval are the summary's: over fork means of the windows the one rule lets in
     (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a window left out (generator-bound, not
     warm...) is a hollow triangle and one retaken (disturbed, measured again) a hollow diamond, outlined in its
-    server's colour, its tooltip saying why; a side with none left has no bar, and the subtitle says why. An interval that
-    would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there, so the bars
-    stay readable, and the subtitle says so.
+    server's colour, its tooltip saying why; a side with none left has no bar, and the subtitle says why. An
+    interval that would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there,
+    so the bars stay readable, and the subtitle says so.
 
     One panel per scenario (rows) and load point (columns, e.g. '200 connections').
 
