@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from .errors import BenchlabError, UsageError
 from .present.live import Live
-from .running.progress import clock
 
 if TYPE_CHECKING:
     import altair as alt
@@ -120,8 +119,8 @@ class Panel:
 
     def _running(self, progress) -> None:
         total = len(progress.planned)
-        self._say("running", f"{min(progress.done + 1, total)} of {total}: {progress.label} - {progress.stage}"
-                             f" - ETA {clock(progress.eta())}")
+        said = progress.line().split("] ", 1)[-1]  # the bar's own words (a wait, its ETA), without its "[n/m]"
+        self._say("running", f"{min(progress.done + 1, total)} of {total}: {said}")
 
     def _pressed(self) -> None:
         try:

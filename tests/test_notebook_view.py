@@ -80,9 +80,36 @@ def test_the_bar_says_each_phase_as_a_person_reads_it_and_tells_its_listener():
     bar.waiting("benchlab: waiting for cores 0,1 held by PID 42")
     bar.finish()
     bar.complete()
-    assert heard[:3] == ["[1/2] spring-jetty r1 - start", "[1/2] spring-jetty r1 - warm-up",
-                         "[1/2] spring-jetty r1 - waiting for cores 0,1 held by PID 42"]
+    assert heard[:2] == ["[1/2] spring-jetty r1 - start", "[1/2] spring-jetty r1 - warm-up"]
+    assert heard[2].startswith("[1/2] spring-jetty r1 - waiting for cores 0,1 held by PID 42, since ")
     assert bar.planned == [10.0] and bar.eta() == 0.0, "a comparison that stopped early has no run left"
+
+
+def test_the_bar_says_one_word_a_state_a_wait_stops_its_clock_and_its_end_says_done(monkeypatch):
+    from benchlab.running import progress
+
+    assert said("measure 2/3 (retake 1)") == "window 2 of 3 (retake 1)" and said("measure (retake 2)") == \
+        "window (retake 2)", "a retake is a window too, as every other state says"
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    bar = Progress([10.0, 10.0], enabled=False, listener=lambda p: None)  # a listener: the wait is in its line
+    bar.start("spring-jetty r1")
+    bar.phase("warmup")
+    now[0] += 4.0
+    bar.waiting("benchlab: waiting for cores 0,1 held by PID 42")
+    waiting = bar.eta()
+    assert bar.line().endswith(f"ETA {progress.clock(waiting)} once they are free"), bar.line()
+    now[0] += 60.0
+    assert bar.eta() == waiting, "the wait is not the run's: its ETA neither runs down nor freezes unsaid"
+    bar.phase("measure")
+    assert bar.eta() == waiting and "waiting" not in bar.line(), "the run's clock goes on where it stopped"
+    now[0] += 3.0
+    assert bar.eta() == waiting - 3.0
+    bar.finish()
+    assert bar.overheads == [0.0], "a wait is no overhead a run costs"
+    bar.finish()
+    bar.complete(stored="2 windows stored; 1 window used, 1 retaken")
+    assert bar.line() == "[2/2] done: 2 windows stored; 1 window used, 1 retaken", "not the last run's phase"
 
 
 def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_on_stderr(capsys):
