@@ -151,3 +151,21 @@ def test_a_cell_of_one_run_does_not_say_its_runs_flag_again():
     said_twice = _cell_flags(pd.Series([900.0, 910.0]).to_numpy(), pd.Series([0.01, 0.01]).to_numpy(),
                              pd.Series(["f1", "f2"]).to_numpy(), two, 2)
     assert said_twice == [("jit_active", "in some repeats: the JIT compiled")]
+
+
+def test_a_fixed_warm_up_tells_the_live_view_one_slice_and_offers_the_same_one_load(monkeypatch, tmp_path):
+    """The live view of a fixed warm-up: the whole warm-up as one slice when it ends; the load the server sees is
+    still one run of the load tool for the whole warm-up (no slices, which would reconnect every 5 s)."""
+    from benchlab.running import drivers, warmup
+    from benchlab.running.load import Load
+
+    ran = []
+    monkeypatch.setattr(drivers, "tool", lambda name: name)
+    monkeypatch.setattr(drivers, "execute", lambda tool, url, scenario, load, **kw: (
+        ran.append((tool, load.duration, load.connections)) or ({"rps": 900.0, "p99": 0.01}, None)))
+    rows = []
+    load = Load(connections=8, duration=2.0, warmup=3.0)
+    warmed = warmup.warm_up("http://127.0.0.1:1/", None, load, cpus=[1], workdir=tmp_path, on_slice=rows.append)
+    assert ran == [("wrk", 3.0, 8)], "one run of the load tool, as long as the warm-up"
+    assert [(r["phase"], r["rps"], r["connections"]) for r in rows] == [("fixed", 900.0, 8)]
+    assert warmed["mode"] == "fixed" and warmed["slices"] == [], "what is stored is what it was"

@@ -133,7 +133,8 @@ def live(rows: pd.DataFrame) -> alt.VConcatChart:
     """What a run under way has done so far: requests/s per slice, and the JIT's compile time where the server
     has JVM counters, against the seconds since its warm-up began, a line per run.
 
-    ``rows`` has a row per slice: ``run`` (its label), ``t``, ``phase`` ("prime", "load", "resume"), ``rps``,
+    ``rows`` has a row per slice: ``run`` (its label), ``t``, ``phase`` ("prime", "load", "resume", "fixed": a
+    fixed warm-up's one slice), ``rps``,
     and ``compile_s`` when known: the rows :func:`benchlab.running.warmup.warm_up` hands its ``on_slice``.
 
     Example
