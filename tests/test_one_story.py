@@ -74,3 +74,15 @@ def test_each_flag_names_its_window_and_a_retaken_windows_flags_stay_on_its_row(
     assert "window" in formatting.flags(flags).columns
     terminal.print_suite(both)
     assert f"[drifting] {retaken['id'].iloc[0]} (retaken):" in capsys.readouterr().out
+
+
+def test_the_tables_for_reading_count_the_windows_used_where_some_were_left_out():
+    from benchlab.present import formatting
+
+    both = suite()
+    summary = formatting.summary(both.summary(["rps"])).reset_index().set_index("server")
+    assert summary["windows used"].sum() == both.tally().used and summary.loc["spring-jetty", "left out"] == 1
+    every = formatting.per_run(both.table("rps"))
+    assert every["windows used"].sum() == both.tally().used
+    assert "windows used" not in formatting.summary(Suite(both.records[:2]).summary(["rps"])).columns, \
+        "said only where a window was left out"

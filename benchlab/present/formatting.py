@@ -56,6 +56,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
     keep = _shown(frame)
     ceiling = ["share of the fastest reference [95% CI]"] if "share" in frame else []  # benchlab.analysis.ceiling
+    # where the one rule left windows out, how many went in and how many not: the header's count, cell by cell
+    counted = ["windows used", "left out"] if "left_out" in frame and (frame["left_out"] > 0).any() else []
     rows = []
     for _, row in frame.iterrows():
         metric = row["metric"]
@@ -66,10 +68,12 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                      "ratio to baseline [95% CI]": interval(row["ratio"], row["ratio_low"], row["ratio_high"],
                                                             kind="ratio"),
                      "flags": row["flags"]})
+        if counted:
+            rows[-1].update({"windows used": int(row["windows"]), "left out": int(row["left_out"])})
         if ceiling:
             rows[-1][ceiling[0]] = (f"{percent(row['share'])} [{percent(row['share_low'])}, "
                                     f"{percent(row['share_high'])}] of {row['reference']}" if row["reference"] else "")
-    return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", "mean [95% CI]", "cv",
+    return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", *counted, "mean [95% CI]", "cv",
                                        "ratio to baseline [95% CI]", *ceiling, "flags"]
                         ).set_index([*keep, "server", "metric"])
 
@@ -123,6 +127,7 @@ def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
         shown["windows"] = frame["windows"]
         shown["cv within a fork"] = frame["within_cv"].map(percent)
     if "left out" in frame and frame["left out"].astype(bool).any():  # the one rule's, as the summary's mean
+        shown["windows used"] = frame["windows"]
         shown["left out of the mean"] = frame["left out"]
     return shown
 
