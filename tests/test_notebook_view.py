@@ -103,6 +103,8 @@ def test_the_bar_says_one_word_a_state_a_wait_stops_its_clock_and_its_end_says_d
     assert bar.eta() == waiting, "the wait is not the run's: its ETA neither runs down nor freezes unsaid"
     bar.phase("measure")
     assert bar.eta() == waiting and "waiting" not in bar.line(), "the run's clock goes on where it stopped"
+    bar.waiting("benchlab: r1 was disturbed (by sh): measuring it again (retake 1 of at most 2)")
+    assert "since" not in bar.line() and bar.eta() == waiting, "a line that only tells is no wait"
     now[0] += 3.0
     assert bar.eta() == waiting - 3.0
     bar.finish()

@@ -117,15 +117,17 @@ class Progress:
 
     def waiting(self, line: str) -> None:
         """Another benchlab holds the cores (:func:`benchlab.store.locks.cores` says so), or other processes are
-        busy on them: in the bar's description where there is a bar or a listener, else on stderr as the lock
-        says it. The line is said once, so it says since when; the run's clock stops until its next phase (the
-        wait is not the run's), and the ETA is said as counting from then."""
+        busy on them, or a line that tells what a window did: in the bar's description where there is a bar or a
+        listener, else on stderr as the lock says it. A wait is said once, so it says since when; the run's clock
+        stops until its next phase (the wait is not the run's), and the ETA is said as counting from then."""
         if self._bar is None and self.listener is None:
             print(line, file=sys.stderr, flush=True)
             return
         self._waited()
-        self._wait_began = time.monotonic()
-        self.stage = f"{line.removeprefix('benchlab: ')}, since {time.strftime('%H:%M:%S')}"
+        self.stage = line.removeprefix("benchlab: ")
+        if "waiting" in line:  # not a line that only tells (a window set aside to be measured again)
+            self._wait_began = time.monotonic()
+            self.stage += f", since {time.strftime('%H:%M:%S')}"
         self._show()
 
     def _waited(self) -> None:
