@@ -530,8 +530,10 @@ def test_the_windows_chart_wraps_to_fit_its_output_area_in_one_sorted_order():
     assert order[:5] == ["spring-jetty r1 w1", "spring-jetty r2 w1 left out", "spring-tomcat r1 w1 retaken 1",
                          "spring-tomcat r1 w1", "spring-tomcat r2 w1"], "sorted: server, repeat, window, retakes first"
     assert len(order) == len(set(order)) == 9 and all(len(title) <= 30 for title in order), "short, every one its own"
-    width = float(re.search(r'<svg[^>]*width="([\d.]+)"', vl_convert.vegalite_to_svg(spec)).group(1))
+    svg = vl_convert.vegalite_to_svg(spec)
+    width = float(re.search(r'<svg[^>]*width="([\d.]+)"', svg).group(1))
     assert width <= 900, f"{width} px in an output area of about 960"
+    assert svg.count(">second of the window<") == len(order), "an x axis a panel, none under an empty slot"
     rendered(chart)
 
 

@@ -116,7 +116,9 @@ def series(frame: pd.DataFrame, *, columns: int | None = None, most: int = MOST_
     wrap = columns or columns_that_fit(len(order), values(table, "server"))
     return layered.properties(width=PANEL, height=HEIGHT).facet(
         facet=alt.Facet("run:N", title=None, sort=order, header=alt.Header(labelLimit=PANEL)),
-        columns=wrap).properties(
+        # each panel its own x axis: a shared one is drawn under every column of the last row, an empty slot too
+        # (the report showed "an empty eighth panel that shows only an axis")
+        columns=wrap).resolve_axis(x="independent").properties(
         title={"text": "Each measured window, second by second",
                "subtitle": ["requests/s each second; shaded: seconds other processes or the host took the run's cores;",
                             "dashed: a window retaken or left out, which enters no statistic (hover for the figures)"]})
