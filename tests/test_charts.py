@@ -454,7 +454,9 @@ def test_a_window_left_out_or_retaken_is_drawn_hollow_with_an_outline():
     spec = chart.to_dict()
     marks = layers(spec)[-1]
     assert marks["mark"]["filled"] is False and marks["mark"]["strokeWidth"] >= 1.5, "hollow marks have an outline"
-    assert marks["encoding"]["fillOpacity"]["condition"]["value"] > 0 and marks["encoding"]["fillOpacity"]["value"] == 0
+    fill = marks["encoding"]["fill"]
+    assert fill["condition"]["field"] == "server" and fill["value"] == "transparent", "a fork filled, the others not"
+    assert marks["encoding"]["shape"]["legend"]["symbolFillColor"] == "transparent", "the legend's symbols hollow too"
     values = list(spec["datasets"].values())[0]
     kinds = {(v["kind"], v["left_out"]) for v in values if v["kind"] != "cell"}
     assert ("left out", "left out (jit_active)") in kinds and ("retaken", "retaken") in kinds
@@ -463,8 +465,11 @@ def test_a_window_left_out_or_retaken_is_drawn_hollow_with_an_outline():
     svg = rendered(chart)
     import re
 
-    hollow = [p for p in re.findall(r"<path[^>]*>", svg) if 'fill-opacity="0"' in p and "graphics-symbol" in p]
-    assert len(hollow) == 2 and all('stroke-width="2"' in p and 'stroke="#' in p for p in hollow), hollow
+    drawn = [p for p in re.findall(r"<path[^>]*>", svg) if "graphics-symbol" in p and "kind: " in p]
+    hollow = [p for p in drawn if "kind: run" not in p]
+    assert len(hollow) == 2 and all('stroke-width="2"' in p and 'stroke="#' in p and " fill=" not in p
+                                    for p in hollow), hollow
+    assert all(' fill="#' in p for p in drawn if "kind: run" in p), "a fork used is filled"
 
 
 def test_a_chart_of_windows_all_left_out_draws_their_marks_and_says_why():

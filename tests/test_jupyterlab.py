@@ -348,7 +348,7 @@ def test_explore_notebook_waits_for_run_then_draws_what_it_ran(lab, browser, sho
     # and names its axis; else the line counts the windows used as the chart's bars do.
     throughput = page.locator(".jp-RenderedVegaCommon5").first
     chart_text = throughput.evaluate("v => [...v.querySelectorAll('svg text')].map(t => t.textContent).join(' ')")
-    hollow = throughput.locator("g.mark-symbol.role-mark path[fill-opacity='0']").evaluate_all(
+    hollow = throughput.locator("g.mark-symbol.role-mark path[aria-label*='kind: left out']").evaluate_all(
         "ps => ps.map(p => parseFloat(p.getAttribute('stroke-width') || '0'))")
     none = re.search(r"none of the (\d+) windows can be used: \d+ left out \((.+?)\)", status)
     if none:
@@ -452,10 +452,12 @@ def test_compare_with_a_window_left_out_and_retaken_tells_one_story(lab, browser
     views = page.locator(".jp-RenderedVegaCommon5")
     marks = views.first.locator("g.mark-symbol.role-mark path").evaluate_all("""paths => paths.map(p => ({
         label: p.getAttribute('aria-label') || '', stroke: p.getAttribute('stroke'),
-        width: parseFloat(p.getAttribute('stroke-width') || '0'), fill: p.getAttribute('fill-opacity')}))""")
+        width: parseFloat(p.getAttribute('stroke-width') || '0'),
+        hollow: [null, 'none', 'transparent'].includes(p.getAttribute('fill'))
+            || p.getAttribute('fill-opacity') === '0'}))""")
     for kind in ("left out", "retaken"):
         hollow = [m for m in marks if f"kind: {kind}" in m["label"]]
-        outlined = [m["stroke"] not in (None, "none", "transparent") and m["width"] > 0 and m["fill"] == "0"
+        outlined = [m["stroke"] not in (None, "none", "transparent") and m["width"] > 0 and m["hollow"]
                     for m in hollow]
         if not hollow or not all(outlined):
             found.append(f"no visible {kind} mark in the throughput chart: {marks}")

@@ -171,13 +171,18 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
     )
     # A fork used is a filled dot; a window left out (a triangle) or retaken (a diamond) is hollow, drawn by its
     # outline in its server's colour: filled marks have no stroke, so a hollow one would be invisible.
+    # the legend's symbols as outlines: the shapes say which is which, a hollow mark is a window not used
+    legend = alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : datum.label", symbolFillColor="transparent",
+                        symbolStrokeColor="black", symbolStrokeWidth=1.5)
     repeats = base.transform_filter("datum.kind !== 'cell'").mark_point(
         size=60, opacity=1, filled=False, strokeWidth=2).encode(
         y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(MARKS), range=list(MARKS.values())),
-                        legend=alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : datum.label")),
-        fill=alt.Fill("server:N", scale=alt.Scale(domain=sorted(servers)), legend=None),
-        fillOpacity=alt.condition(alt.datum.kind == "run", alt.value(0.9), alt.value(0.0)),
+                        legend=legend),
+        # a fork filled with its server's colour, the others hollow: a condition on the fill, not its opacity,
+        # which would fill every symbol of the legend black
+        fill=alt.condition(alt.datum.kind == "run", alt.Fill("server:N", scale=alt.Scale(domain=sorted(servers)),
+                                                             legend=None), alt.value("transparent")),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
                  alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run"),
