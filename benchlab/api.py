@@ -201,7 +201,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         pool = functools.partial(Pool, base, enabled=restart == "never")
         in_rounds = functools.partial(hosts_.run, machines) if machines else _in_turn  # on hosts, or here
         in_rounds(rounds(schedule), plan=plan, play=play, keep=keep, pool=pool, bar=bar)
-        bar.complete()
+        bar.complete(stored=_stored(records))
     finally:
         bar.close()
         if live is not None:
@@ -220,6 +220,15 @@ def _live(progress: bool, on_slice):
     from .present.live import Live, watched
 
     return Live() if watched() else None
+
+
+def _stored(records: list[Run]) -> str:
+    """What the bar says when every run is done: the windows stored, and how many were used, left out (and why),
+    retaken and failed, as the header counts them (:class:`benchlab.analysis.validity.Tally`)."""
+    from .analysis.validity import Tally
+    from .store.results import frame
+
+    return f"{len(records)} window{'s' if len(records) != 1 else ''} stored; {Tally.of(frame(records))}"
 
 
 def _labelled(on_slice, label: str):

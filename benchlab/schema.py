@@ -264,6 +264,12 @@ AUTO = "auto"
 Status = Literal["ok", "failed", "retaken"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 
+#: What a window is to the statistics, one word each wherever a window is counted, listed or drawn
+#: (:func:`benchlab.analysis.validity.standing`): used (finished, no validity flag), left out (finished, with a
+#: validity flag, named beside it), retaken (disturbed and measured again in its fork), failed.
+Standing = Literal["used", "left out", "retaken", "failed"]
+STANDINGS: tuple[Standing, ...] = get_args(Standing)
+
 #: Where a server runs: a pinned local process, or a container with a cpuset (:mod:`benchlab.running.backends`).
 BackendName = Literal["local", "docker"]
 BACKENDS: tuple[BackendName, ...] = get_args(BackendName)

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from .errors import BenchlabError, UsageError
 from .present.live import Live
-from .running.progress import clock
 
 if TYPE_CHECKING:
     import altair as alt
@@ -120,8 +119,8 @@ class Panel:
 
     def _running(self, progress) -> None:
         total = len(progress.planned)
-        self._say("running", f"{min(progress.done + 1, total)} of {total}: {progress.label} - {progress.stage}"
-                             f" - ETA {clock(progress.eta())}")
+        said = progress.line().split("] ", 1)[-1]  # the bar's own words (a wait, its ETA), without its "[n/m]"
+        self._say("running", f"{min(progress.done + 1, total)} of {total}: {said}")
 
     def _pressed(self) -> None:
         try:
@@ -155,9 +154,12 @@ class Panel:
         self.button.disabled = True
         self.progress.max, self.progress.value, self.progress.bar_style = total, 0, "info"
         done: list[Run] = []
+        stored: list[Run] = []  # every window the press stored, retaken ones too: what its last line counts
 
         def ran(record: Run) -> None:
-            if record.status == "retaken":  # a disturbed window measured again: kept on disk, not a run of the press
+            stored.append(record)
+            if record.status == "retaken":  # a disturbed window measured again: shown as such, not a run of the press
+                self.records.append(record)
                 return
             done.append(record)
             self._live.clear()  # the run ended: its charts replace the live view
@@ -182,12 +184,26 @@ class Panel:
             self.button.disabled = False
         failures = [r for r in done if r.status != "ok"]
         self.progress.bar_style = "danger" if failures else "success"
-        if failures:
-            self._say("failed", f"{len(failures)} of {len(done)} runs failed ({failures[0].error}); "
-                                f"the others are stored under {press}")
-        else:
-            self._say("done", f"{len(done)} runs stored under {press}")
+        self._say(*self.said(stored, press))
         return done
+
+    @staticmethod
+    def said(stored: Sequence[Run], where: Path | str) -> tuple[str, str]:
+        """The panel's last line after a press: its state, and how many windows it stored, used, left out (and
+        why), retaken and failed (:class:`benchlab.analysis.validity.Tally`, the header's count), and where.
+
+        >>> from benchlab.store.results import Run
+        >>> state, text = Panel.said([Run(id="a", params={"server": "s"}, metrics={"rps": 9e3, "jit_share": 0.2},
+        ...                                metadata={})], "x")
+        >>> print(state, text, sep=": ")
+        done: the one window cannot be used: 1 left out (measured while their JIT was still compiling); stored under x
+        """
+        from .analysis.validity import Tally
+        from .store.results import frame
+
+        failures = [r for r in stored if r.status == "failed"]
+        counted = f"{Tally.of(frame(list(stored)))}; stored under {where}"
+        return ("failed", f"{counted}; the first failure: {failures[0].error}") if failures else ("done", counted)
 
     def reset(self) -> None:
         """Forget the runs shown (they stay on disk) and empty the charts."""
@@ -200,9 +216,12 @@ class Panel:
 
     def show(self, records: Iterable[Run]) -> None:
         """Show stored runs (e.g. ``benchlab.load(path).records``) as if this panel had run them."""
+        from .analysis.validity import Tally
+        from .store.results import frame
+
         self.records.extend(records)
         self.progress.max = self.progress.value = max(1, len(self.records))
-        self._say("ready", f"{len(self.records)} stored runs shown; press Run to add to them")
+        self._say("ready", f"shown: {Tally.of(frame(self.records))}; press Run to add to them")
         self._draw()
 
     def show_stored(self) -> None:

@@ -433,3 +433,128 @@ def test_the_series_chart_shades_the_disturbed_seconds_and_draws_in_jupyterlab()
     values = list(chart.to_dict()["datasets"].values())[0]
     assert sum(v["disturbed"] for v in values) == 5
     rendered(chart)
+
+
+# --- one story: a window left out or retaken is drawn as such (issue 47) ------------------------------------
+
+def left_and_retaken() -> list[results.Run]:
+    """Two servers, two forks each: Jetty's second fork left out (its JIT still compiling), and one of Tomcat's
+    windows retaken (disturbed, measured again: the kept one is its first fork)."""
+    import dataclasses
+
+    runs = [make_run(s, r, rps=1000.0 + 100 * r + (300 if s == "spring-jetty" else 0)) for s in SERVERS for r in (1, 2)]
+    runs[3] = dataclasses.replace(runs[3], metrics={**runs[3].metrics, "jit_share": 0.3})
+    retaken = dataclasses.replace(runs[0], id=runs[0].id + "-retaken1", status="retaken",
+                                  metrics={**runs[0].metrics, "rps": 600.0})
+    return [*runs, retaken]
+
+
+def test_a_window_left_out_or_retaken_is_drawn_hollow_with_an_outline():
+    chart = charts.throughput(frame(*left_and_retaken()))
+    spec = chart.to_dict()
+    marks = layers(spec)[-1]
+    assert marks["mark"]["filled"] is False and marks["mark"]["strokeWidth"] >= 1.5, "hollow marks have an outline"
+    fill = marks["encoding"]["fill"]
+    assert fill["condition"]["field"] == "server" and fill["value"] == "transparent", "a fork filled, the others not"
+    assert marks["encoding"]["shape"]["legend"]["symbolFillColor"] == "transparent", "the legend's symbols hollow too"
+    values = list(spec["datasets"].values())[0]
+    kinds = {(v["kind"], v["left_out"]) for v in values if v["kind"] != "cell"}
+    assert ("left out", "left out (jit_active)") in kinds and ("retaken", "retaken") in kinds
+    jetty = next(v for v in values if v["kind"] == "cell" and v["server"] == "spring-jetty")
+    assert jetty["n"] == 1 and jetty["windows"] == 1 and jetty["value"] == 1400.0, "the mean is over the used fork"
+    svg = rendered(chart)
+    import re
+
+    drawn = [p for p in re.findall(r"<path[^>]*>", svg) if "graphics-symbol" in p and "kind: " in p]
+    hollow = [p for p in drawn if "kind: run" not in p]
+    assert len(hollow) == 2 and all('stroke-width="2"' in p and 'stroke="#' in p and " fill=" not in p
+                                    for p in hollow), hollow
+    assert all(' fill="#' in p for p in drawn if "kind: run" in p), "a fork used is filled"
+
+
+def test_a_chart_of_windows_all_left_out_draws_their_marks_and_says_why():
+    import dataclasses
+
+    runs = [dataclasses.replace(r, metrics={**r.metrics, "jit_share": 0.3}) for r in
+            (make_run("spring-jetty", 1), make_run("spring-jetty", 2))]
+    spec = charts.throughput(frame(*runs)).to_dict()
+    assert [layer["mark"]["type"] for layer in layers(spec)] == ["point"], "no bar, the marks"
+    assert layers(spec)[0]["encoding"]["y"]["title"] == "rps (requests/s)", "the axis names the metric, not 'value'"
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert "none of the 2 windows can be used: 2 left out (measured while their JIT was still compiling)" in subtitle
+
+
+def test_the_latency_line_is_the_mean_of_the_windows_used():
+    spec = charts.latency(frame(*left_and_retaken())).to_dict()
+    line, dots = layers(spec)
+    assert line["transform"] == [{"filter": "(datum.standing === 'used')"}], "the mean line: the windows used"
+    assert dots["encoding"]["fillOpacity"]["value"] == 0 and dots["mark"]["strokeWidth"] > 0
+    standings = {v["standing"] for v in list(spec["datasets"].values())[0]}
+    assert standings == {"used", "left out (jit_active)", "retaken"}
+
+
+def test_no_tooltip_of_the_spectrum_says_null(tmp_path):
+    """A cell of one run has no interval: its tooltip says so in words, never "low (ms): null"."""
+    from benchlab.store.histogram import Histogram
+
+    run = make_run("spring-jetty", 1)
+    results.save(run, tmp_path / run.id)
+    Histogram.of([0.001, 0.002, 0.004] * 50).save(tmp_path / run.id)
+    suite = Suite(results.load_runs(tmp_path))
+    spec = charts.spectrum(suite.latency(), suite.runs).to_dict()
+    rows = list(spec["datasets"].values())[0]
+    for layer in layers(spec):
+        kind = "merged" if "merged" in str(layer.get("transform")) else "run"
+        shown = [t["field"] for t in layer["encoding"].get("tooltip", [])]
+        for row in (r for r in rows if r["kind"] == kind):
+            assert all(row.get(field) is not None and row.get(field) == row.get(field) for field in shown), \
+                (kind, {field: row.get(field) for field in shown})
+    merged = next(r for r in rows if r["kind"] == "merged")
+    assert merged["interval"] == "none: 1 run merged"
+
+
+def series_of(runs: list[results.Run]):
+    samples = [(t / 4, role, cpu, 1.0, 1000.0 * t if role == "load" else None)
+               for t in range(1, 41) for role, cpu in (("server", 60.0), ("load", 40.0), ("benchlab", 2.0))]
+    machine = [(t / 4, group, busy, 0.0, 0.0)
+               for t in range(1, 41) for group, busy in (("server", 60.0), ("load", 42.0))]
+    return Suite([results.Run(id=r.id, params=r.params, metrics={**r.metrics, "elapsed_s": 10.0}, metadata=r.metadata,
+                              samples=tuple(samples), machine=tuple(machine), status=r.status) for r in runs]).series
+
+
+def test_the_windows_chart_wraps_to_fit_its_output_area_in_one_sorted_order():
+    import re
+
+    import vl_convert
+
+    runs = left_and_retaken() + [make_run("spring-undertow", r) for r in (1, 2, 3, 4)]
+    chart = charts.series(series_of(runs))
+    spec = chart.to_dict()
+    assert 1 <= spec["columns"] <= 3, "rows of panels, not one row behind a scroll bar"
+    order = spec["facet"]["sort"]
+    assert order[:5] == ["spring-jetty r1 w1", "spring-jetty r2 w1 left out", "spring-tomcat r1 w1 retaken 1",
+                         "spring-tomcat r1 w1", "spring-tomcat r2 w1"], "sorted: server, repeat, window, retakes first"
+    assert len(order) == len(set(order)) == 9 and all(len(title) <= 30 for title in order), "short, every one its own"
+    svg = vl_convert.vegalite_to_svg(spec)
+    width = float(re.search(r'<svg[^>]*width="([\d.]+)"', svg).group(1))
+    assert width <= 900, f"{width} px in an output area of about 960"
+    assert svg.count(">second of the window<") == len(order), "an x axis a panel, none under an empty slot"
+    rendered(chart)
+
+
+def test_the_windows_chart_has_no_panel_for_a_window_without_a_throughput_second():
+    frame_ = series_of(left_and_retaken())
+    frame_.loc[frame_["id"] == frame_["id"].iloc[0], "rps"] = None  # spring-tomcat r1: no second of throughput
+    spec = charts.series(frame_).to_dict()
+    assert spec["facet"]["sort"] == ["spring-jetty r1 w1", "spring-jetty r2 w1 left out",
+                                     "spring-tomcat r1 w1 retaken 1", "spring-tomcat r2 w1"]
+    assert spec["columns"] == 3 and {r["run"] for r in list(spec["datasets"].values())[0]} == set(spec["facet"]["sort"])
+
+
+def test_the_resources_chart_dashes_a_window_left_out_or_retaken():
+    runs = left_and_retaken()
+    suite = Suite(runs)
+    spec = charts.resources(suite.samples, runs=suite.runs).to_dict()
+    dash = spec["vconcat"][0]["encoding"]["strokeDash"]
+    assert dash["condition"]["value"] == [1, 0] and dash["value"] == [4, 3]
+    assert {r["standing"] for r in list(spec["datasets"].values())[0]} == {"used", "left out (jit_active)", "retaken"}

@@ -80,9 +80,38 @@ def test_the_bar_says_each_phase_as_a_person_reads_it_and_tells_its_listener():
     bar.waiting("benchlab: waiting for cores 0,1 held by PID 42")
     bar.finish()
     bar.complete()
-    assert heard[:3] == ["[1/2] spring-jetty r1 - start", "[1/2] spring-jetty r1 - warm-up",
-                         "[1/2] spring-jetty r1 - waiting for cores 0,1 held by PID 42"]
+    assert heard[:2] == ["[1/2] spring-jetty r1 - start", "[1/2] spring-jetty r1 - warm-up"]
+    assert heard[2].startswith("[1/2] spring-jetty r1 - waiting for cores 0,1 held by PID 42, since ")
     assert bar.planned == [10.0] and bar.eta() == 0.0, "a comparison that stopped early has no run left"
+
+
+def test_the_bar_says_one_word_a_state_a_wait_stops_its_clock_and_its_end_says_done(monkeypatch):
+    from benchlab.running import progress
+
+    assert said("measure 2/3 (retake 1)") == "window 2 of 3 (retake 1)" and said("measure (retake 2)") == \
+        "window (retake 2)", "a retake is a window too, as every other state says"
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    bar = Progress([10.0, 10.0], enabled=False, listener=lambda p: None)  # a listener: the wait is in its line
+    bar.start("spring-jetty r1")
+    bar.phase("warmup")
+    now[0] += 4.0
+    bar.waiting("benchlab: waiting for cores 0,1 held by PID 42")
+    waiting = bar.eta()
+    assert bar.line().endswith(f"ETA {progress.clock(waiting)} once they are free"), bar.line()
+    now[0] += 60.0
+    assert bar.eta() == waiting, "the wait is not the run's: its ETA neither runs down nor freezes unsaid"
+    bar.phase("measure")
+    assert bar.eta() == waiting and "waiting" not in bar.line(), "the run's clock goes on where it stopped"
+    bar.waiting("benchlab: r1 was disturbed (by sh): measuring it again (retake 1 of at most 2)")
+    assert "since" not in bar.line() and bar.eta() == waiting, "a line that only tells is no wait"
+    now[0] += 3.0
+    assert bar.eta() == waiting - 3.0
+    bar.finish()
+    assert bar.overheads == [0.0], "a wait is no overhead a run costs"
+    bar.finish()
+    bar.complete(stored="2 windows stored; 1 window used, 1 retaken")
+    assert bar.line() == "[2/2] done: 2 windows stored; 1 window used, 1 retaken", "not the last run's phase"
 
 
 def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_on_stderr(capsys):
@@ -115,12 +144,30 @@ def test_numbers_say_cores_round_ratios_alike_and_notes_read_as_text():
 def test_a_cell_of_one_run_does_not_say_its_runs_flag_again():
     import pandas as pd
 
-    from benchlab.analysis.flags import _cell_flags
+    from benchlab.analysis.flagframe import _cell_flags
 
     one = [[("jit_active", "the JIT compiled")]]
     assert _cell_flags(pd.Series([900.0]).to_numpy(), pd.Series([0.01]).to_numpy(), pd.Series(["f1"]).to_numpy(),
-                       one) == []
+                       one, 1) == []
     two = [[("jit_active", "the JIT compiled")], []]
     said_twice = _cell_flags(pd.Series([900.0, 910.0]).to_numpy(), pd.Series([0.01, 0.01]).to_numpy(),
-                             pd.Series(["f1", "f2"]).to_numpy(), two)
+                             pd.Series(["f1", "f2"]).to_numpy(), two, 2)
     assert said_twice == [("jit_active", "in some repeats: the JIT compiled")]
+
+
+def test_a_fixed_warm_up_tells_the_live_view_one_slice_and_offers_the_same_one_load(monkeypatch, tmp_path):
+    """The live view of a fixed warm-up: the whole warm-up as one slice when it ends; the load the server sees is
+    still one run of the load tool for the whole warm-up (no slices, which would reconnect every 5 s)."""
+    from benchlab.running import drivers, warmup
+    from benchlab.running.load import Load
+
+    ran = []
+    monkeypatch.setattr(drivers, "tool", lambda name: name)
+    monkeypatch.setattr(drivers, "execute", lambda tool, url, scenario, load, **kw: (
+        ran.append((tool, load.duration, load.connections)) or ({"rps": 900.0, "p99": 0.01}, None)))
+    rows = []
+    load = Load(connections=8, duration=2.0, warmup=3.0)
+    warmed = warmup.warm_up("http://127.0.0.1:1/", None, load, cpus=[1], workdir=tmp_path, on_slice=rows.append)
+    assert ran == [("wrk", 3.0, 8)], "one run of the load tool, as long as the warm-up"
+    assert [(r["phase"], r["rps"], r["connections"]) for r in rows] == [("fixed", 900.0, 8)]
+    assert warmed["mode"] == "fixed" and warmed["slices"] == [], "what is stored is what it was"

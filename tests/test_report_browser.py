@@ -193,3 +193,101 @@ def test_static_charts_fit_in_their_image(rendered, browser):
         assert overflow == []
         assert page.evaluate("document.querySelectorAll('svg text').length") > 10
     page.close()
+
+
+# --- one story on the page (issue 47): a left-out and a retaken window, told alike everywhere ------------------
+
+#: JavaScript: every table of text on the page as {headers, rows}, the cells of each row its data cells only (a
+#: MultiIndex's row headers span rows, so the data cells line up with the last headers).
+TABLES = """() => [...document.querySelectorAll('.jp-OutputArea-output table')].map(t => ({
+    headers: [...(t.tHead ? t.tHead.rows[0].cells : [])].map(c => c.innerText.trim()),
+    rows: [...t.tBodies].flatMap(b => [...b.rows]).map(r => ({
+        heads: [...r.querySelectorAll('th')].map(c => c.innerText.trim()),
+        cells: [...r.querySelectorAll('td')].map(c => c.innerText.trim())}))}))"""
+
+
+def column(table: dict, name: str) -> list[str]:
+    """A column of a table read by :data:`TABLES`, by its header."""
+    at = table["headers"].index(name) - len(table["headers"])  # from the right: data cells end the row
+    return [row["cells"][at] for row in table["rows"]]
+
+
+@pytest.fixture(scope="module")
+def story(stored_runs, tmp_path_factory) -> tuple[Path, report.Report]:  # noqa: F811 - the fixture imported above
+    """The stored runs with one window left out (its JIT still compiling, as a 2 s window of a cold JVM is) and one
+    retaken beside another server's window (disturbed, measured again, as a busy loop on its cores does), then
+    the report of them."""
+    import dataclasses
+
+    import benchlab
+    from benchlab.store.results import save
+
+    folder = tmp_path_factory.mktemp("story") / "results"
+    shutil.copytree(stored_runs, folder)
+    records = [r for r in benchlab.load(folder).records if r.status == "ok"]
+    servers = list(dict.fromkeys(r.params["server"] for r in records))
+    cold = next(r for r in records if r.params["server"] == servers[0])
+    save(dataclasses.replace(cold, metrics={**cold.metrics, "jit_share": 0.3, "jit_cpu_share": 0.3}),
+         Path(cold.directory))
+    kept = next(r for r in records if r.params["server"] == servers[-1])
+    aside = Path(kept.directory).with_name(Path(kept.directory).name + "-retaken1")
+    shutil.copytree(kept.directory, aside)
+    save(dataclasses.replace(kept, id=kept.id + "-retaken1", status="retaken", directory=str(aside),
+                             metrics={**kept.metrics, "rps": kept.metrics["rps"] * 0.6},
+                             metadata={**kept.metadata, "retaken": {"attempt": 1, "for": kept.id}}), aside)
+    out = tmp_path_factory.mktemp("story-report") / "compare.ipynb"
+    return folder, report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(folder)},
+                                  output=out)
+
+
+def test_the_report_tells_one_story_of_its_windows(story, browser, tmp_path):
+    """The left-out and the retaken window drawn visibly (an outline in the rendered SVG), the same count of
+    windows used in the header, the summary, the every-run table and the throughput chart, every chart within its
+    output area in a 960 px window, and printed lines that wrap at spaces."""
+    import re
+
+    import benchlab
+
+    folder, rendered_story = story
+    tally = benchlab.load(folder).tally()
+    assert tally.used >= 1 and tally.left >= 1 and tally.retaken == 1, f"the premise: {tally}"
+    page = browser.new_page(viewport={"width": 960, "height": 1000})
+    page.goto(rendered_story.html.as_uri(), wait_until="load")
+    page.wait_for_function("document.querySelectorAll('.benchlab-chart[data-rendered=yes]').length == 5",
+                           timeout=60_000)
+    throughput = page.query_selector_all(".benchlab-chart")[0]
+    marks = throughput.eval_on_selector_all("g.mark-symbol.role-mark path", """paths => paths.map(p => ({
+        label: p.getAttribute('aria-label') || '', stroke: p.getAttribute('stroke'),
+        width: parseFloat(p.getAttribute('stroke-width') || '0'),
+        hollow: [null, 'none', 'transparent'].includes(p.getAttribute('fill'))
+            || p.getAttribute('fill-opacity') === '0'}))""")
+    for kind, count in (("left out", tally.left), ("retaken", tally.retaken)):
+        hollow = [m for m in marks if f"kind: {kind}" in m["label"]]
+        assert len(hollow) == count and all(m["stroke"] not in (None, "none", "transparent") and m["width"] > 0
+                                        and m["hollow"] for m in hollow), (kind, marks)
+
+    text = page.inner_text("body")
+    said = re.findall(r"(\d+) windows? used", text)
+    assert said and set(said) == {str(tally.used)}, said  # the suite's line and the header: one count
+    tables = page.evaluate(TABLES)
+    summary = next(t for t in tables if "windows used" in t["headers"] and "mean [95% CI]" in t["headers"])
+    rps = [int(n) for n, metric in zip(column(summary, "windows used"), [r["heads"][-1] for r in summary["rows"]])
+           if metric.startswith("rps")]
+    every = next(t for t in tables if "left out of the mean" in t["headers"])  # requests/s first
+    bars = throughput.eval_on_selector_all("g.mark-rect.role-mark path", "ps => ps.map(p => p.getAttribute("
+                                           "'aria-label') || '')")
+    charted = [int(m) for label in bars for m in re.findall(r"windows used: (\d+)", label)]
+    assert sum(rps) == sum(int(n) for n in column(every, "windows used")) == sum(charted) == tally.used, \
+        (rps, column(every, "windows used"), charted)
+
+    wide = page.eval_on_selector_all(".benchlab-chart", """charts => charts.map(c => {
+        const area = c.closest('.jp-OutputArea-output') || c.parentElement;
+        return [Math.round(c.querySelector('svg').getBoundingClientRect().right),
+                Math.round(area.getBoundingClientRect().right)]; }).filter(([chart, area]) => chart > area)""")
+    assert wide == [], f"charts past the right edge of their output area: {wide}"
+    breaks = page.eval_on_selector_all(".jp-OutputArea-output pre", "ps => ps.map(p => getComputedStyle(p).wordBreak)")
+    assert breaks and set(breaks) == {"normal"}, breaks
+    page.screenshot(path=str(tmp_path / "report-story.png"), full_page=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(tmp_path / "report-story.png", SHOTS / "compare-report-story.png")
+    page.close()

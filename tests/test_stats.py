@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from benchlab.analysis import flags, stats, verdicts
+from benchlab.analysis import flagframe, flags, stats, verdicts
 from benchlab.errors import UsageError
 from benchlab.store.results import COLUMNS
 
@@ -170,11 +170,11 @@ def test_table_layout():
     assert list(t.columns[:4]) == ["fork 1", "fork 2", "fork 3", "mean"]
     assert t.loc["tomcat", "mean"] == pytest.approx((86845.68 + 96100.71 + 90682.52) / 3)
     assert math.isnan(t.loc["jetty", "fork 3"])
-    assert list(t.columns[-2:]) == ["windows", "within_cv"] and math.isnan(t.loc["jetty", "within_cv"])
+    assert list(t.columns[-3:]) == ["windows", "within_cv", "left out"] and math.isnan(t.loc["jetty", "within_cv"])
 
 
 def flagged(rows: list[dict]) -> set[str]:
-    return set(flags.flags(frame(rows))["flag"])
+    return set(flagframe.flags(frame(rows))["flag"])
 
 
 def test_flag_high_cv():
@@ -186,7 +186,7 @@ def test_flag_tail_instability_the_6_to_234_ms_case():
     rows = repeats("jetty", [160, 165, 170])
     for row, p99 in zip(rows, [0.0224, 0.23401, 0.00604]):
         row["p99"] = p99
-    found = flags.flags(frame(rows))
+    found = flagframe.flags(frame(rows))
     explanation = found[found.flag == "tail_unstable"]["explanation"].iloc[0]
     assert "38.7x" in explanation and "6.04 ms to 234.01 ms" in explanation
 
@@ -201,7 +201,7 @@ def test_the_errors_flag_says_which_kind_and_names_the_accept_queue():
                  errors_connect=200, errors_status=0, accept_queue=50, somaxconn=4096),
             dict(server="spring-tomcat", rps=900, p50=0.1, connections=1000, errors_total=12, errors_timeout=12,
                  accept_queue=100, somaxconn=4096)]
-    found = flags.flags(frame(rows))
+    found = flagframe.flags(frame(rows))
     run = found[(found.level == "run") & (found.flag == "errors")].set_index("server")["explanation"]
     jetty, tomcat = run["spring-jetty"], run["spring-tomcat"]
     assert jetty.startswith("34200 failed requests, 200 connect (connections not accepted")
@@ -259,7 +259,7 @@ def test_flag_rate_shortfall_and_shared_cores():
 def test_failed_cells_are_reported():
     rows = [dict(server="a", status="failed", error="ServerError: boom", rps=None)] * 2
     rows += repeats("b", [100, 101])
-    found = flags.flags(frame(rows))
+    found = flagframe.flags(frame(rows))
     assert set(found[found.server == "a"]["flag"]) == {"failed", "all_failed"}
     assert "boom" in found[found.flag == "failed"]["explanation"].iloc[0]
 

@@ -2,7 +2,8 @@
 
 A run is flagged from its own row (a busy load generator, errors, Little's law, the delayed-ACK signature,
 a missed rate, shared cores, a failure); a cell from its repeats (throughput that varies, an unstable tail,
-every repeat failed) and from the flags of its runs. The limits are written once, here.
+every repeat failed) and from the flags of its runs, in the flags frame (:mod:`benchlab.analysis.flagframe`, which
+knows each window's standing). The limits are written once, here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from ..schema import ACCEPT_QUEUE_NOTE, ERROR_CAUSES, ERROR_KINDS, FLAGS
-from . import cells
 from .disturbance import dip_rule, interference_rule, steal_rule
 
 CV_LIMIT = 0.05
@@ -263,68 +263,3 @@ def _shared(server_cpus: np.ndarray, load_cpus: np.ndarray) -> np.ndarray:
                 pass
         out[i] = known
     return out
-
-
-def _cell_flags(rps: np.ndarray, p99: np.ndarray, forks: np.ndarray, found: list) -> list[tuple[str, str]]:
-    """The flags of one server's cell, from its finished runs' rps and p99 (``forks``: each run's fork) and
-    the flags ``found`` on each of its runs: the spread is between fork means (a fork's windows are not
-    repeats), and a run flag is said once for the cell."""
-    if len(rps) == 0:
-        return [("all_failed", FLAGS["all_failed"])]
-    out = []
-    rps = cells.fork_means(rps, forks)
-    cv = rps.std(ddof=1) / rps.mean() if len(rps) > 1 and rps.mean() else 0.0
-    if cv > CV_LIMIT:
-        out.append(("high_cv", _explain("high_cv", cv=cv)))
-    p99 = cells.fork_means(p99, forks)
-    if len(p99) > 1 and p99.min() > 0 and p99.max() / p99.min() > TAIL_SPREAD_LIMIT:
-        out.append(("tail_unstable", _explain("tail_unstable", spread=p99.max() / p99.min(), low=p99.min() * 1e3,
-                                              high=p99.max() * 1e3)))
-    if len(found) < 2:
-        return out  # a cell of one run: the run's own row says each of its flags, the cell would say it again
-    seen: dict[str, str] = {}
-    counts: dict[str, int] = {}
-    for run in found:
-        for flag, text in dict(run).items():
-            if flag != "failed":
-                seen.setdefault(flag, text)
-                counts[flag] = counts.get(flag, 0) + 1
-    return out + [(flag, f"in {'every repeat' if counts[flag] == len(found) else 'some repeats'}: {text}")
-                  for flag, text in seen.items()]
-
-
-def flags(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every noise and validity flag, on each run (level "run") and each cell (level "cell")."""
-    return flags_by_cell(runs)[0]
-
-
-def flags_by_cell(runs: pd.DataFrame):
-    """(the flags frame, {(cell, server): set of flag names}): the set is what the frame holds for the
-    runs and the cell, which :func:`benchlab.analysis.stats.summary` shows, found without searching the frame."""
-    keys, members = cells.members(runs)
-    found = runs_flags(runs)
-    ids, servers = _values(runs, "id"), _values(runs, "server")
-    columns = {c: _values(runs, c) for c in keys}
-    rows: list[dict] = []
-    names: dict[tuple, set[str]] = {}
-    for i in range(len(runs)):
-        for flag, explanation in found[i]:
-            rows.append({"level": "run", "id": ids[i], **{c: columns[c][i] for c in keys}, "server": servers[i],
-                         "flag": flag, "explanation": explanation})
-    status = _values(runs, "status")
-    rps_all, p99_all = _numbers(runs, "rps"), _numbers(runs, "p99")
-    fork_of = cells.fork_keys(runs)
-    for cell, positions in members:
-        order = dict.fromkeys(s for s in servers[positions] if not pd.isna(s))  # groupby drops a missing server
-        for server in order:
-            mine = positions[servers[positions] == server]
-            base = {"level": "cell", "id": None, **{c: cells.restore(v) for c, v in zip(keys, cell)}, "server": server}
-            named = names.setdefault((cell, server), set())
-            named.update(flag for i in mine for flag, _ in found[i])
-            ok = mine[status[mine] == "ok"] if "status" in runs else mine
-            cell_rows = [{**base, "flag": flag, "explanation": text}
-                         for flag, text in _cell_flags(rps_all[ok], p99_all[ok], fork_of[ok], [found[i] for i in mine])]
-            named.update(row["flag"] for row in cell_rows)
-            rows.extend(cell_rows)
-    frame = pd.DataFrame(rows, columns=["level", "id", *keys, "server", "flag", "explanation"])
-    return frame, names

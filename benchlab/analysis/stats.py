@@ -203,7 +203,7 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> import benchlab
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
-    from .flags import flags_by_cell  # flags reads this module; imported here, there is no cycle
+    from .flagframe import flags_by_cell
     from .validity import usable
 
     baseline = pick_baseline(runs, baseline)
@@ -256,37 +256,66 @@ def _by_cell(frame: pd.DataFrame) -> dict:
 def table(runs: pd.DataFrame, metric: str = "rps", *, alpha: float = 0.05) -> pd.DataFrame:
     """The per-fork table the published comparison used: one row per server, columns ``fork 1`` .. ``fork N``
     (each fork's mean over its windows), ``mean`` and the mean's interval at ``1 - alpha``, ``cv``, then
-    ``windows`` (how many went in) and ``within_cv`` (how far one fork's windows lay apart; NaN when each fork
-    is one window). The columns are named so whatever the data: a run of one window (``run()``, or
-    ``compare()`` with one window a fork) is a fork of one window.
+    ``windows`` (how many went in), ``within_cv`` (how far one fork's windows lay apart; NaN when each fork is
+    one window) and ``left out`` (which forks and windows the one rule left out and why, and how many were
+    retaken: :func:`benchlab.analysis.validity.standing`). The columns are named so whatever the data: a run of
+    one window (``run()``, or ``compare()`` with one window a fork) is a fork of one window.
+
+    The mean, its interval and ``windows`` are the summary's: over the windows used. A fork shows the mean of its
+    used windows, or, left out whole, of all its windows, and ``left out`` names it.
 
     Cells other than the server become part of the row index when the runs hold more than one.
     """
-    windows = cells.ok(runs)
-    keys = cells.varying(windows)
-    windows = windows.assign(**{c: windows[c].astype(object).map(cells.key) for c in keys})
-    ok = cells.forks(windows)
-    raw = {k if isinstance(k, tuple) else (k,): g
-           for k, g in windows.groupby([*keys, "server"], sort=False, dropna=False)}
+    from .validity import standing
+
+    said = standing(runs)
+    finished = runs.assign(standing=said)[(runs["status"] == "ok").to_numpy() if "status" in runs else True]
+    keys = cells.varying(finished)
+    finished = finished.assign(**{c: finished[c].astype(object).map(cells.key) for c in keys})
+    retaken = runs.assign(standing=said)[[s == "retaken" for s in said]]
+    retaken = retaken.assign(**{c: retaken[c].astype(object).map(cells.key) for c in keys})
+    counted = {k if isinstance(k, tuple) else (k,): len(g)
+               for k, g in retaken.groupby([*keys, "server"], sort=False, dropna=False)}
     rows = []
-    for group_key, group in ok.groupby([*keys, "server"], sort=False, dropna=False):
+    for group_key, group in finished.groupby([*keys, "server"], sort=False, dropna=False):
         group_key = group_key if isinstance(group_key, tuple) else (group_key,)
-        ordered = group.sort_values(["repeat", "started_at"], na_position="last")
-        row = dict(zip([*keys, "server"], group_key))
-        for i, value in enumerate(ordered[metric], start=1):
-            row[f"fork {i}"] = value
-        d = describe(ordered[metric], alpha=alpha)
-        row.update(mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"], cv=d["cv"],
-                   ci=_format_ci(d["ci_low"], d["ci_high"]))
-        mine = raw[group_key]
-        row.update(windows=len(mine), within_cv=components(mine[metric], cells.fork_keys(mine))["within_cv"])
+        row, used = _fork_columns(group, metric)
+        d = describe(cells.fork_means(used[metric], cells.fork_keys(used)), alpha=alpha)
+        row.update(dict(zip([*keys, "server"], group_key)), mean=d["mean"], ci_low=d["ci_low"], ci_high=d["ci_high"],
+                   cv=d["cv"], ci=_format_ci(d["ci_low"], d["ci_high"]), windows=len(used),
+                   within_cv=components(used[metric], cells.fork_keys(used))["within_cv"])
+        retakes = counted.get(group_key, 0)
+        row["left out"] = "; ".join(filter(None, [row["left out"], f"{retakes} retaken" if retakes else ""]))
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
     fork_columns = sorted([c for c in frame if c.startswith("fork ")], key=lambda c: int(c.split()[1]))
     return frame[[*keys, "server", *fork_columns, "mean", "ci", "ci_low", "ci_high", "cv", "windows",
-                  "within_cv"]].set_index([*keys, "server"])
+                  "within_cv", "left out"]].set_index([*keys, "server"])
+
+
+def _fork_columns(windows: pd.DataFrame, metric: str) -> tuple[dict, pd.DataFrame]:
+    """``({"fork 1": ..., "left out": "fork 2 (jit_active)"}, the windows used)`` of one server's finished windows
+    in a cell: each fork the mean of its used windows (of all of them where none was used), forks in the order
+    of their repeat; a window left out in a fork that kept others is named with its number."""
+    used = windows[windows["standing"] == "used"]
+    forks = cells.fork_keys(windows)
+    order = windows.assign(_fork=forks).sort_values(["repeat", "started_at"], na_position="last")["_fork"]
+    row: dict = {}
+    out = []
+    for i, fork in enumerate(dict.fromkeys(order), start=1):
+        mine = windows[forks == fork]
+        kept = mine[mine["standing"] == "used"]
+        row[f"fork {i}"] = (kept if len(kept) else mine)[metric].astype(float).mean()
+        why = [w for w in mine["standing"] if w != "used"]
+        if not len(kept):
+            out.append(f"fork {i} {why[0].removeprefix('left out ')}")
+        elif why:
+            out += [f"fork {i} window {n} {w.removeprefix('left out ')}"
+                    for n, w in zip(mine.get("window", pd.Series([None] * len(mine))), mine["standing"]) if w != "used"]
+    row["left out"] = "; ".join(out)
+    return row, used
 
 
 def _format_ci(low: float, high: float) -> str:

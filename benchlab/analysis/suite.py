@@ -72,26 +72,29 @@ class Suite:
         return len(self.records)
 
     def __repr__(self) -> str:
-        ok = int((self.runs["status"] == "ok").sum())
         left = f", {len(self.damaged)} damaged file(s) left out" if self.damaged else ""
-        return (f"<Suite {ok} ok of {len(self)} runs, servers {', '.join(map(str, self.runs['server'].unique()))}"
-                f"{left}>")
+        return f"<Suite {self.tally()}; servers {', '.join(map(str, self.runs['server'].unique()))}{left}>"
+
+    def tally(self):
+        """How many windows were used, left out (and why), retaken and failed: the count every header says
+        (:class:`benchlab.analysis.validity.Tally`)."""
+        from .validity import Tally
+
+        return Tally.of(self.runs)
 
     def __str__(self) -> str:
-        """The suite in words, for a page: how many runs of which servers, and how many finished.
+        """The suite in words, for a page: which servers, and how many windows were used, left out (and why),
+        retaken and failed (:meth:`tally`, the header's count too).
 
         >>> print(Suite([Run(id="a", params={"server": "s"}, metrics={"rps": 1.0}, metadata={})]))
-        1 run of s, finished
+        s: 1 window used
         """
-        ok, n = int((self.runs["status"] == "ok").sum()), len(self)
-        finished = ("finished" if n == 1 else "all finished") if ok == n else f"{ok} finished"
         left = f"; {len(self.damaged)} damaged file(s) left out" if self.damaged else ""
         ran = self.hosts()
         said = [f"{h} {r}{' (differs)' if d else ''}"
                 for h, r, d in zip(ran["host"], ran["rounds"], ran["host_differs"])]
         on = f"; rounds by host: {', '.join(said)}" if said else ""
-        return (f"{n} run{'' if n == 1 else 's'} of {', '.join(map(str, self.runs['server'].unique()))}, "
-                f"{finished}{left}{on}")
+        return f"{', '.join(map(str, self.runs['server'].unique()))}: {self.tally()}{left}{on}"
 
     def __add__(self, other: Suite | Iterable[Run]) -> Suite:
         more = other.records if isinstance(other, Suite) else tuple(other)
@@ -138,16 +141,23 @@ class Suite:
     @property
     def series(self):
         """Every measured window second by second, one row per run and second: ``id``, ``server``, ``status``,
+        ``standing`` (used, left out and why, retaken: :func:`benchlab.analysis.validity.standing`), ``repeat``,
         ``fork``, ``window``, then :data:`benchlab.analysis.series.COLUMNS` (throughput, the run's own CPU, what
         other processes and the host took of its cores, JIT, GC, and whether the second was disturbed). Runs
         stored before the machine was watched have no machine columns (NaN); a damaged samples file gives none."""
         import pandas as pd
 
         from . import series
+        from .validity import standing
 
         frames = [f for f in self._each(series.of_run) if f is not None and len(f)]
-        columns = ["id", "server", "status", "fork", "window", *series.COLUMNS]
-        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+        columns = ["id", "server", "status", "standing", "repeat", "fork", "window", *series.COLUMNS]
+        if not frames:
+            return pd.DataFrame(columns=columns)
+        found = pd.concat(frames, ignore_index=True)
+        said = dict(zip(self.runs["id"], standing(self.runs)))
+        repeats = dict(zip(self.runs["id"], self.runs["repeat"] if "repeat" in self.runs else [None] * len(self.runs)))
+        return found.assign(standing=found["id"].map(said), repeat=found["id"].map(repeats))[columns]
 
     @property
     def warmups(self):
@@ -244,15 +254,16 @@ class Suite:
         return hosts.hosts(self.runs, metric, level=hosts.LEVEL if level is None else level)
 
     def flags(self):
-        """Noise and validity flags per run and per cell (see :func:`benchlab.analysis.flags.flags`), a row per
-        damaged file (level "run", flag "damaged", the line that names the file as its explanation), and with
-        :attr:`borrow`, a ``noisy_sitting`` row per cell and metric whose fork variance lay far above its prior."""
+        """Noise and validity flags per window and per cell, each window's row with its ``standing`` (used, left
+        out, retaken, failed; see :func:`benchlab.analysis.flagframe.flags`), a row per damaged file (level "run",
+        flag "damaged", the line that names the file as its explanation), and with :attr:`borrow`, a
+        ``noisy_sitting`` row per cell and metric whose fork variance lay far above its prior."""
         import pandas as pd
 
         from ..schema import FLAGS
-        from . import flags, hosts, sittings
+        from . import flagframe, hosts, sittings
 
-        found = flags.flags(self.runs)
+        found = flagframe.flags(self.runs)
         level = hosts.LEVEL
         odd = [{"level": "host", "flag": "host_differs", "explanation": FLAGS["host_differs"].format(
             host=row.host, shift=row.shift, p=row.p, level=level / (len(ran) if len(ran) > 2 else 1))}

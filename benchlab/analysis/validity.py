@@ -17,9 +17,12 @@ retaken window is not a measurement of the server either and is left out the sam
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
+from ..schema import STANDINGS
 from . import cells
 from .flags import runs_flags
 
@@ -46,9 +49,10 @@ WARMTH = ("not_warm", "jit_active", "gc_heavy", "server_idle")
 ERROR_SHARE_LIMIT = 0.001
 
 
-def reasons(runs: pd.DataFrame, *, exempt=()) -> list[list[str]]:
-    """The :data:`INVALID` flags of every run of the frame (``exempt`` ones aside), in :data:`INVALID`'s order."""
-    found = runs_flags(runs.reset_index(drop=True))
+def reasons(runs: pd.DataFrame, *, exempt=(), found: list | None = None) -> list[list[str]]:
+    """The :data:`INVALID` flags of every run of the frame (``exempt`` ones aside), in :data:`INVALID`'s order;
+    ``found``: the runs' flags (:func:`~benchlab.analysis.flags.runs_flags`) where the caller has them already."""
+    found = runs_flags(runs.reset_index(drop=True)) if found is None else found
     requests = pd.to_numeric(runs.get("requests", pd.Series(np.nan, index=runs.index)), errors="coerce").to_numpy()
     errors = pd.to_numeric(runs.get("errors_total", pd.Series(np.nan, index=runs.index)), errors="coerce").to_numpy()
     out = []
@@ -60,17 +64,83 @@ def reasons(runs: pd.DataFrame, *, exempt=()) -> list[list[str]]:
     return out
 
 
+def standing(runs: pd.DataFrame, *, found: list | None = None) -> list[str]:
+    """What each run of the frame is to every statistic, table, chart and count: one word of
+    :data:`~benchlab.schema.STANDINGS`, a window left out followed by the flags that left it out. The one place
+    this is decided: :func:`fit`, :class:`Tally` and every table and chart that marks a window read it.
+
+    >>> standing(pd.DataFrame({"status": ["ok", "retaken", "ok", "failed"], "load_cpu_mean": [40.0, 40.0, 99.0, None],
+    ...                        "threads": 1, "load_cores": 1}))
+    ['used', 'retaken', 'left out (generator_bound)', 'failed']
+    """
+    used, left, retaken, failed = STANDINGS
+    flagged = reasons(runs, found=found) if len(runs) else []
+    status = runs["status"].to_numpy(dtype=object) if "status" in runs else np.full(len(runs), "ok", dtype=object)
+    return [failed if s == "failed" else retaken if s == "retaken" else f"{left} ({', '.join(why)})" if why else used
+            for s, why in zip(status, flagged)]
+
+
 def fit(runs: pd.DataFrame) -> np.ndarray:
-    """Whether each run of the frame may enter a statistic: finished (not failed, not retaken) and without an
-    :data:`INVALID` flag; what :func:`usable` keeps, as a mask over the whole frame.
+    """Whether each run of the frame may enter a statistic: its :func:`standing` is "used" (finished, not retaken,
+    without an :data:`INVALID` flag); what :func:`usable` keeps, as a mask over the whole frame.
 
     >>> fit(pd.DataFrame({"status": ["ok", "retaken", "ok"], "load_cpu_mean": [40.0, 40.0, 99.0],
     ...                   "threads": 1, "load_cores": 1})).tolist()
     [True, False, False]
     """
-    finished = (runs["status"] == "ok").to_numpy() if "status" in runs else np.ones(len(runs), dtype=bool)
-    flagged = np.array([bool(r) for r in reasons(runs)], dtype=bool) if len(runs) else np.zeros(0, dtype=bool)
-    return finished & ~flagged
+    return np.array([s == STANDINGS[0] for s in standing(runs)], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many windows were used, left out (and why), retaken and failed: the one count the header, the
+    suite's line, the panel, the terminal and the progress bar's last line all say, from :func:`standing`.
+
+    >>> print(Tally.of(pd.DataFrame({"status": ["ok", "retaken", "ok", "ok"], "load_cpu_mean": [40.0, 40.0, 99.0, 40.0],
+    ...                              "threads": 1, "load_cores": 1})))
+    2 windows used, 1 left out (bound by their load generator), 1 retaken
+    """
+
+    used: int
+    left: int
+    retaken: int
+    failed: int
+    #: flag -> the windows it left out (a window may carry two)
+    why: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame) -> Tally:
+        said = standing(runs)
+        used, left, retaken, failed = STANDINGS
+        counts: dict[str, int] = {}
+        for words in said:
+            if words.startswith(left):
+                for flag in words[len(left) + 2:-1].split(", "):
+                    counts[flag] = counts.get(flag, 0) + 1
+        return cls(used=said.count(used), left=sum(s.startswith(left) for s in said), retaken=said.count(retaken),
+                   failed=said.count(failed), why=tuple((flag, counts[flag]) for flag in INVALID if flag in counts))
+
+    @property
+    def windows(self) -> int:
+        return self.used + self.left + self.retaken + self.failed
+
+    def reasons(self) -> str:
+        """Why the windows left out were: ``"measured while their JIT was still compiling"``; a count before each
+        reason where they differ."""
+        return "; ".join(INVALID[flag] if count == self.left else f"{count} {INVALID[flag]}"
+                         for flag, count in self.why)
+
+    def __str__(self) -> str:
+        rest = [*([f"{self.left} left out ({self.reasons()})"] if self.left else []),
+                *([f"{self.retaken} retaken"] if self.retaken else []),
+                *([f"{self.failed} failed"] if self.failed else [])]
+        if not self.windows:
+            return "no window"
+        if not self.used:
+            n = self.windows
+            return f"none of the {n} windows can be used: {', '.join(rest)}" if n > 1 else \
+                f"the one window cannot be used: {rest[0]}"
+        return ", ".join([f"{self.used} window{'s' if self.used != 1 else ''} used", *rest])
 
 
 def usable(runs: pd.DataFrame, *, exempt=()) -> tuple[pd.DataFrame, dict]:

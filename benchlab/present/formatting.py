@@ -56,6 +56,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
     keep = _shown(frame)
     ceiling = ["share of the fastest reference [95% CI]"] if "share" in frame else []  # benchlab.analysis.ceiling
+    # where the one rule left windows out, how many went in and how many not: the header's count, cell by cell
+    counted = ["windows used", "left out"] if "left_out" in frame and (frame["left_out"] > 0).any() else []
     rows = []
     for _, row in frame.iterrows():
         metric = row["metric"]
@@ -66,10 +68,12 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                      "ratio to baseline [95% CI]": interval(row["ratio"], row["ratio_low"], row["ratio_high"],
                                                             kind="ratio"),
                      "flags": row["flags"]})
+        if counted:
+            rows[-1].update({"windows used": int(row["windows"]), "left out": int(row["left_out"])})
         if ceiling:
             rows[-1][ceiling[0]] = (f"{percent(row['share'])} [{percent(row['share_low'])}, "
                                     f"{percent(row['share_high'])}] of {row['reference']}" if row["reference"] else "")
-    return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", "mean [95% CI]", "cv",
+    return pd.DataFrame(rows, columns=[*keep, "server", "metric", "n", *counted, "mean [95% CI]", "cv",
                                        "ratio to baseline [95% CI]", *ceiling, "flags"]
                         ).set_index([*keep, "server", "metric"])
 
@@ -122,6 +126,9 @@ def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
     if "within_cv" in frame and frame["within_cv"].notna().any():  # forks of several windows
         shown["windows"] = frame["windows"]
         shown["cv within a fork"] = frame["within_cv"].map(percent)
+    if "left out" in frame and frame["left out"].astype(bool).any():  # the one rule's, as the summary's mean
+        shown["windows used"] = frame["windows"]
+        shown["left out of the mean"] = frame["left out"]
     return shown
 
 
@@ -135,7 +142,7 @@ def flags(frame: pd.DataFrame) -> pd.DataFrame | str:
     >>> raw = pd.DataFrame([{"level": "run", "id": "r1", "scenario": "hello", "cds": True, "server": "spring-jetty",
     ...                      "flag": "drifting", "explanation": "throughput moved -9.2%"}])
     >>> flags(raw).reset_index().columns.tolist()
-    ['server', 'run', 'flag', 'explanation']
+    ['server', 'run', 'window', 'flag', 'explanation']
     >>> flags(raw.iloc[:0])
     no flags: no run or cell tripped a noise or validity check
     """
@@ -146,12 +153,16 @@ def flags(frame: pd.DataFrame) -> pd.DataFrame | str:
     keep = [c for c in _shown(frame) if c not in ("server", "label")]
     shown = pd.DataFrame({**{c: frame[c] for c in keep}, "server": frame["server"],
                           "run": frame["id"].map(lambda v: "(the cell)" if v is None or v != v else v),
+                          # which window the flag is of: used, left out, retaken (analysis.validity.standing)
+                          "window": frame.get("standing", pd.Series(None, index=frame.index)).map(
+                              lambda v: "" if v is None or v != v else v),
                           "flag": frame["flag"], "explanation": frame["explanation"]})
     return shown.set_index([*keep, "server"])
 
 
 def runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """The runs frame for reading: one row per run, its setup where it varies, throughput, latency, errors, CPU.
+    """The runs frame for reading: one row per run, its setup where it varies, whether the window was used (or left
+    out and why, retaken, failed), throughput, latency, errors, CPU.
 
     Example
     -------
@@ -159,13 +170,15 @@ def runs(frame: pd.DataFrame) -> pd.DataFrame:
     >>> raw = pd.DataFrame([{"id": "r1", "server": "spring-jetty", "status": "ok", "rps": 9021.4, "p50": 0.0021,
     ...                      "p99": 0.0123, "errors_total": 0, "server_cpu_mean": 97.5}])
     >>> [str(value) for value in runs(raw).reset_index().iloc[0]]
-    ['r1', 'spring-jetty', 'ok', '9.02k', '2.10 ms', '12.3 ms', '0', '0.97 cores']
+    ['r1', 'spring-jetty', 'used', '9.02k', '2.10 ms', '12.3 ms', '0', '0.97 cores']
     """
     import pandas as pd
 
+    from ..analysis.validity import standing
+
     keep = [c for c in _shown(frame) if c not in ("server", "label")]
     shown = pd.DataFrame({"id": frame["id"], "server": frame["server"], **{c: frame[c] for c in keep}})
-    shown["status"] = frame["status"]
+    shown["window"] = standing(frame)  # used, left out (its flags), retaken, failed: what the charts draw
     shown["rps"] = frame["rps"].map(rate)
     for column in ("p50", "p99"):
         shown[column] = frame[column].map(ms)

@@ -77,7 +77,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     cores    server on core 0, load on core 1 (local processes)
     warm-up  fixed 1 s, not judged steady: on one core a JVM can take minutes to warm,
              so use warmup auto for figures to quote
-    repeats  1 per server and setup; 1 run, all finished
+    repeats  1 per server and setup; 1 window used
     machine  Xeon, 2 cores
     """
     from ..analysis.custom import attached, note, paths
@@ -157,12 +157,11 @@ def _plural(cores: str) -> str:
 
 
 def _repeats(table, ok) -> str:
-    """The repeats of each cell, the windows of each fork, and how many runs finished."""
+    """The repeats of each cell, the windows of each fork, and how many windows were used, left out, retaken and
+    failed: the suite's own count (:class:`benchlab.analysis.validity.Tally`), so no two lines disagree."""
+    from ..analysis.validity import Tally
     from .charts.frames import most_repeats
 
-    failed = int((table["status"] == "failed").sum())
     windows = int(ok["window"].max()) if "window" in ok and ok["window"].notna().any() else 1
     each = f", each a fork of {windows} measured windows" if windows > 1 else ""
-    runs = f"{len(table)} run{'s' if len(table) != 1 else ''}"
-    return (f"{most_repeats(table)} per server and setup{each}; {runs}, "
-            + (f"{failed} failed (left out of every figure)" if failed else "all finished"))
+    return f"{most_repeats(table)} per server and setup{each}; {Tally.of(table)}"

@@ -74,6 +74,8 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th, .jp-RenderedHTMLCommon tr { text-align: left !important;
   vertical-align: top !important; max-width: 36em !important; overflow-wrap: break-word; }
 .jp-RenderedHTMLCommon table { table-layout: auto; max-width: 100%; }
+/* printed lines (the verdicts) wrap at spaces: JupyterLab breaks them anywhere ("other proc / esses") */
+.jp-OutputArea-output pre { word-break: normal !important; overflow-wrap: anywhere; }
 </style>
 {%- endblock extra_css -%}
 {%- block body_header -%}

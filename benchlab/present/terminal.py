@@ -180,8 +180,13 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
                 if flag["flag"] == "damaged" or flag["level"] == "host":  # no run to name: the line names it
                     _print(f"  [{flag['flag']}] {flag['explanation']}")
                     continue
-                where = flag["id"] if flag["level"] == "run" else f"{flag['server']} (all repeats)"
-                _print(f"  [{flag['flag']}] {where}: {flag['explanation']}")
+                _print(f"  [{flag['flag']}] {_whose(flag)}: {flag['explanation']}")
+
+
+def _whose(flag) -> str:
+    """Whose flag a row of the flags frame is: a window, named with what it is (used, left out, retaken: a
+    retaken window's flags are not the kept one's), or a cell's every repeat."""
+    return f"{flag['id']} ({flag['standing']})" if flag["level"] == "run" else f"{flag['server']} (all repeats)"
 
 
 def _precision(suite) -> None:

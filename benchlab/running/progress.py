@@ -25,11 +25,17 @@ _PHASES = {"warmup": "warm-up", "measure": "window"}
 
 
 def said(phase: str) -> str:
-    """A fork's phase as the bar says it: ``"measure 2/3"`` is ``"window 2 of 3"``.
+    """A fork's phase as the bar says it, one word per state: ``"measure 2/3"`` is ``"window 2 of 3"``, and a
+    retake of it ``"window 2 of 3 (retake 1)"``.
 
     >>> said("warmup"), said("measure"), said("measure 2/3"), said("spring-jetty measure 1/2")
     ('warm-up', 'window', 'window 2 of 3', 'spring-jetty window 1 of 2')
+    >>> said("measure (retake 1)"), said("spring-jetty measure 2/3 (retake 2)")
+    ('window (retake 1)', 'spring-jetty window 2 of 3 (retake 2)')
     """
+    head, retake, tail = phase.partition(" (retake ")
+    if retake:
+        return f"{said(head)}{retake}{tail}"
     words = phase.split(" ")
     if len(words) >= 2 and words[-2] == "measure" and "/" in words[-1]:
         done, of = words[-1].split("/", 1)
@@ -82,7 +88,9 @@ class Progress:
         self.listener = listener
         self.label = ""  # the run (or round) under way
         self.stage = ""  # its phase, as the bar says it
+        self.ended: str | None = None  # what the bar says once every run is done
         self._run_began = time.monotonic()
+        self._wait_began: float | None = None  # while the run waits for its cores: since when
         self._bar = None
         if enabled and (_in_notebook() or sys.stderr.isatty()):
             from tqdm.auto import tqdm
@@ -93,7 +101,8 @@ class Progress:
     def eta(self) -> float:
         left = self.planned[self.done:]
         overhead = sum(self.overheads) / len(self.overheads) if self.overheads else FIRST_GUESS_OVERHEAD
-        running = time.monotonic() - self._run_began if self.done < len(self.planned) else 0.0
+        now = self._wait_began if self._wait_began is not None else time.monotonic()  # a wait stops the run's clock
+        running = now - self._run_began if self.done < len(self.planned) else 0.0
         planned = max(0.0, sum(left) + overhead * len(left) - running)
         if self.deadline is None:
             return planned
@@ -104,23 +113,38 @@ class Progress:
         self.label = label
         self.stage = "start"
         self._run_began = time.monotonic()
+        self._wait_began = None
         self._show(new_run=True)
 
     def phase(self, name: str) -> None:
+        self._waited()
         self.stage = said(name)
         self._show()
 
     def waiting(self, line: str) -> None:
-        """Another benchlab holds the cores (:func:`benchlab.store.locks.cores` says so): in the bar's
-        description where there is a bar or a listener, else on stderr as the lock says it."""
+        """Another benchlab holds the cores (:func:`benchlab.store.locks.cores` says so), or other processes are
+        busy on them, or a line that tells what a window did: in the bar's description where there is a bar or a
+        listener, else on stderr as the lock says it. A wait is said once, so it says since when; the run's clock
+        stops until its next phase (the wait is not the run's), and the ETA is said as counting from then."""
         if self._bar is None and self.listener is None:
             print(line, file=sys.stderr, flush=True)
             return
+        self._waited()
         self.stage = line.removeprefix("benchlab: ")
+        if "waiting" in line:  # not a line that only tells (a window set aside to be measured again)
+            self._wait_began = time.monotonic()
+            self.stage += f", since {time.strftime('%H:%M:%S')}"
         self._show()
+
+    def _waited(self) -> None:
+        """A wait that ended: the run's clock starts again where it stopped."""
+        if self._wait_began is not None:
+            self._run_began += time.monotonic() - self._wait_began
+            self._wait_began = None
 
     def finish(self, *, ran: bool = True, count: int = 1) -> None:
         """``count`` planned forks are done (a round of forks that ran together ends them at once)."""
+        self._waited()
         if ran:
             wall = time.monotonic() - self._run_began
             planned = sum(self.planned[self.done:self.done + count])
@@ -129,10 +153,14 @@ class Progress:
         self._run_began = time.monotonic()
         self._show()
 
-    def complete(self) -> None:
+    def complete(self, stored: str = "") -> None:
         """Every run that was to run has: a comparison stopped early by its precision rule is a full bar,
-        not a red one (tqdm marks a bar closed short of its total as failed)."""
+        not a red one (tqdm marks a bar closed short of its total as failed). The bar then says "done" and
+        ``stored``: what was stored, used and left out (the caller's :class:`~benchlab.analysis.validity.Tally`),
+        not the last run's phase."""
         self.planned = self.planned[:self.done]
+        self._waited()
+        self.ended = f"done: {stored}" if stored else "done"
         if self._bar is not None:
             self._bar.total = self.done
         self._show()
@@ -142,16 +170,20 @@ class Progress:
             self._bar.close()
 
     def line(self) -> str:
-        """The bar's words: the run, its phase, and the ETA (under a budget, what is left of it at most).
+        """The bar's words: the run, its phase, and the ETA (under a budget, what is left of it at most); while it
+        waits for cores, that the ETA counts from when they are free; at the end, what was done.
 
         >>> import time
         >>> bar = Progress([600.0] * 10, enabled=False, deadline=time.monotonic() + 300)
         >>> bar.start("round 1"); bar.line()
         '[1/10] round 1 - start - ETA 5m00s (budget)'
         """
+        if self.ended is not None:
+            return f"[{self.done}/{len(self.planned)}] {self.ended}"
         budget = self.deadline is not None and self.eta() >= self.deadline - time.monotonic() - 1
-        return (f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self.label} - {self.stage}"
-                f" - ETA {clock(self.eta())}{' (budget)' if budget else ''}")
+        eta = f"ETA {clock(self.eta())}{' (budget)' if budget else ''}"
+        eta += " once they are free" if self._wait_began is not None else ""
+        return f"[{min(self.done + 1, len(self.planned))}/{len(self.planned)}] {self.label} - {self.stage} - {eta}"
 
     def _show(self, new_run: bool = False) -> None:
         if self.listener is not None:

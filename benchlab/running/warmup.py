@@ -311,10 +311,14 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
     if load.warmup != AUTO:
         seconds = float(load.warmup)
+        metrics: dict = {}
         if seconds > 0:
-            drivers.execute(drivers.tool("wrk"), url, scenario, _warming_load(load, seconds), cpus=cpus,
-                            workdir=workdir, phase="warmup", runner=runner)
+            metrics, _ = drivers.execute(drivers.tool("wrk"), url, scenario, _warming_load(load, seconds), cpus=cpus,
+                                         workdir=workdir, phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
+        if metrics and on_slice is not None:  # the live view: the whole warm-up as one slice, its load unchanged
+            on_slice({**end, "phase": "fixed", "connections": load.connections, "rps": metrics.get("rps"),
+                      "p99": metrics.get("p99")})
         return {"mode": "fixed", "seconds": time.monotonic() - began, "steady": None, "class": None,
                 "jit_quiet_s": None, "rule": None, "primed_s": None, "slices": [],
                 "counters": [start, end] if perfdata else []}

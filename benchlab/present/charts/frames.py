@@ -58,6 +58,17 @@ def finished(frame: pd.DataFrame, what: str) -> pd.DataFrame:
     return ok.copy()
 
 
+def standing(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """The finished and the retaken windows of the runs frame, each with its ``standing`` (used, left out and why,
+    retaken: :func:`benchlab.analysis.validity.standing`, the one rule), for a chart that draws the windows used
+    and marks the others as such; raises like :func:`finished` where nothing finished."""
+    from ...analysis.validity import standing as decided
+
+    finished(frame, what)
+    shown = frame[frame["status"].isin(["ok", "retaken"])] if "status" in frame else frame
+    return shown.assign(standing=decided(shown))
+
+
 def load_point(row: Mapping) -> str:
     """How a run's load is named in a facet header: '200 connections', '500 req/s', '100 users x 1000'."""
     model = row.get("load") or "duration"

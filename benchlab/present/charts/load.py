@@ -20,6 +20,7 @@ from .frames import (
     nines,
     number,
     server_color,
+    standing,
     tick_labels,
     title,
     values,
@@ -38,10 +39,11 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     """Requests per second per server: the mean with its 95 % CI, and every repeat (a fork) as a dot.
 
     The mean and its interval are the summary's: over fork means of the windows the one rule lets in
-    (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a fork left out (generator-bound, not
-    warm, disturbed...) is a hollow dot that says why, and a side with none left has no bar. An interval that
-    would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there, so the bars
-    stay readable, and the subtitle says so.
+    (:mod:`benchlab.analysis.validity`), a fork's windows averaged first; a window left out (generator-bound, not
+    warm...) is a hollow triangle and one retaken (disturbed, measured again) a hollow diamond, outlined in its
+    server's colour, its tooltip saying why; a side with none left has no bar, and the subtitle says why. An
+    interval that would reach past :data:`CLIP` times the largest figure drawn (two repeats far apart) is cut there,
+    so the bars stay readable, and the subtitle says so.
 
     One panel per scenario (rows) and load point (columns, e.g. '200 connections').
 
@@ -60,19 +62,13 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     import altair as alt
     import pandas as pd
 
-    from ...analysis.validity import fit, reasons
+    from ...analysis.validity import Tally
 
-    frame, order = with_cells(finished(runs, "throughput"))
-    frame = frame.assign(left_out=["; ".join(why) for why in reasons(frame)])
+    frame, order = with_cells(standing(runs, "throughput"))
+    used = frame[frame["standing"] == "used"]
     keys = ["scenario", "load_point", "server"]
-    forks = cell_forks(frame[fit(frame)])  # a dot a fork, its clean windows' mean: what the interval is over
-    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="",
-                                                                           value=forks[metric].astype(float))
-    out = frame[~fit(frame)]
-    hollow = out[keys + ["id", "repeat", "connections", "left_out"]].assign(kind="left out", windows=1,
-                                                                           value=out[metric].astype(float))
-    cells = _cell_means(frame[fit(frame)], keys, metric)
-    table = pd.concat([dots, hollow, pd.DataFrame(cells)], ignore_index=True)
+    cells = _cell_means(used, keys, metric)
+    table = pd.concat([_points(frame, keys, metric), pd.DataFrame(cells)], ignore_index=True)
     top, clipped = _axis(table)
     if clipped:
         cut = f"an interval of {clipped} past {top:,.0f} {metric} is cut at the axis: too few repeats to bound it"
@@ -83,8 +79,8 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     # layers with nothing to draw (Vega warns on empty extents), and say why there is no bar.
     with_ci = any(number(c["ci_low"]) is not None for c in cells)
     if not cells:
-        empty = "no bars: every window was left out (the hollow marks, and why, in their tooltips)"
-        note = f"{note}; {empty}" if note else empty
+        empty = f"no bars: {Tally.of(frame)}; each is drawn hollow, its tooltip saying why"
+        note = f"{empty}; {note}" if note else empty
     layered = alt.layer(*([bars] if cells else []), *([bars_ci] if with_ci else []), repeats).properties(
         width=WIDTH, height=HEIGHT)
     return layered.facet(
@@ -94,6 +90,21 @@ def throughput(runs: pd.DataFrame, *, metric: str = "rps", note: str | None = No
     )
 
 
+def _points(frame: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
+    """A dot a fork, its used windows' mean (what the interval is over), and a hollow mark a window left out or
+    retaken, its ``left_out`` saying which and why."""
+    import pandas as pd
+
+    forks = cell_forks(frame[frame["standing"] == "used"])
+    dots = forks[keys + ["id", "repeat", "connections", "windows"]].assign(kind="run", left_out="used",
+                                                                           value=forks[metric].astype(float))
+    out = frame[frame["standing"] != "used"]
+    hollow = out[keys + ["id", "repeat", "connections"]].assign(
+        left_out=out["standing"], kind=["retaken" if s == "retaken" else "left out" for s in out["standing"]],
+        windows=1, value=out[metric].astype(float))
+    return pd.concat([dots, hollow], ignore_index=True)
+
+
 def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]:
     """One row per cell of ``keys``: the mean ``metric`` with its 95 % CI and the number of forks (:func:`interval`)."""
     cells = []
@@ -101,10 +112,13 @@ def _cell_means(frame: pd.DataFrame, keys: list[str], metric: str) -> list[dict]
         mean, low, high, n = interval(group, metric)
         known = number(low) is not None and number(high) is not None
         cells.append({"scenario": scenario, "load_point": point, "server": server, "kind": "cell",
-                      "value": mean, "ci_low": low, "ci_high": high, "n": n,
+                      "value": mean, "ci_low": low, "ci_high": high, "n": n, "windows": len(group),
                       "ci": f"{rate(low)} to {rate(high)}" if known else f"none: {n} repeat{'s' if n != 1 else ''}"})
     return cells
 
+
+#: The shape of each kind of dot: a fork used, a window left out by the one rule, a window retaken.
+MARKS = {"run": "circle", "left out": "triangle-down", "retaken": "diamond"}
 
 #: An interval reaching past this many times the largest mean or repeat drawn is cut at the axis.
 CLIP = 1.5
@@ -147,24 +161,32 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
     bars = base.transform_filter(alt.datum.kind == "cell").mark_bar(opacity=0.35).encode(
         y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("value:Q", title=f"mean {metric}", format=",.0f"),
-                 alt.Tooltip("ci:N", title="95% CI"), alt.Tooltip("n:Q", title="repeats")],
+                 alt.Tooltip("ci:N", title="95% CI"), alt.Tooltip("n:Q", title="repeats"),
+                 alt.Tooltip("windows:Q", title="windows used")],
     )
     bars_ci = base.transform_filter("datum.kind === 'cell' && isValid(datum.ci_low)").mark_errorbar(
         ticks=True, thickness=2, clip=True).encode(
         y=alt.Y("ci_low:Q", title=f"{metric} ({unit})", scale=y_scale), y2="ci_high:Q",
         color=alt.value("black"),
     )
-    repeats = base.transform_filter("datum.kind === 'run' || datum.kind === 'left out'").mark_point(
-        size=55, opacity=0.9, filled=True).encode(
-        y=alt.Y("value:Q", scale=y_scale),
-        shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=["run", "left out"],
-                                                              range=["circle", "triangle-down"]),
-                        legend=alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : 'left out'")),
-        fillOpacity=alt.condition(alt.datum.kind == "run", alt.value(0.9), alt.value(0.0)),
+    # A fork used is a filled dot; a window left out (a triangle) or retaken (a diamond) is hollow, drawn by its
+    # outline in its server's colour: filled marks have no stroke, so a hollow one would be invisible.
+    # the legend's symbols as outlines: the shapes say which is which, a hollow mark is a window not used
+    legend = alt.Legend(labelExpr="datum.label == 'run' ? 'a fork' : datum.label", symbolFillColor="transparent",
+                        symbolStrokeColor="black", symbolStrokeWidth=1.5)
+    repeats = base.transform_filter("datum.kind !== 'cell'").mark_point(
+        size=60, opacity=1, filled=False, strokeWidth=2).encode(
+        y=alt.Y("value:Q", title=f"{metric} ({unit})", scale=y_scale),
+        shape=alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(MARKS), range=list(MARKS.values())),
+                        legend=legend),
+        # a fork filled with its server's colour, the others hollow: a condition on the fill, not its opacity,
+        # which would fill every symbol of the legend black
+        fill=alt.condition(alt.datum.kind == "run", alt.Fill("server:N", scale=alt.Scale(domain=sorted(servers)),
+                                                             legend=None), alt.value("transparent")),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
                  alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run"),
-                 alt.Tooltip("left_out:N", title="left out, being")],
+                 alt.Tooltip("left_out:N", title="window")],
     )
     return bars, bars_ci, repeats
 
@@ -172,7 +194,7 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
 # --- latency percentile curve -------------------------------------------------------------------------
 
 def _percentiles_long(frame: pd.DataFrame) -> pd.DataFrame:
-    table = long(frame, ["id", "server", "scenario", "load_point", "repeat"],
+    table = long(frame, ["id", "server", "scenario", "load_point", "repeat", "standing"],
                   {column: frame.get(column) for column in PERCENTILE_COLUMNS}, "column")
     table["percentile"] = table.pop("column").map(PERCENTILE_COLUMNS).astype(float)
     table["nines"] = table["percentile"].map(nines)
@@ -185,7 +207,8 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
 
     x is the percentile p drawn at 1 / (1 - p/100) on a log scale, labelled 50, 90, 99, 99.9, 99.99, so each
     further nine gets the same room; y is latency in milliseconds. A line per server joins the mean over the
-    repeats, a dot per repeat shows their spread. Percentiles a tool did not report are left out.
+    windows used (the one rule's, as the summary's), a dot per window shows their spread, hollow where the window
+    was left out or retaken. Percentiles a tool did not report are left out.
 
     Example
     -------
@@ -194,7 +217,7 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
     """
     import altair as alt
 
-    frame, order = with_cells(finished(runs, "latency"))
+    frame, order = with_cells(standing(runs, "latency"))
     table = _percentiles_long(frame)
     if table.empty:
         raise ResultsError("no latency percentiles in these runs (the load tool reported none): "
@@ -205,16 +228,20 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
               axis=alt.Axis(values=[nines(p) for p in NINES_TICKS], labelExpr=label, grid=True))
     y = alt.Y("latency_ms:Q", title="latency (ms)")
     color = server_color(values(frame, "server"))
-    lines = alt.Chart(table).mark_line(point=False).encode(
+    # the line is the mean over the windows used, as the summary's; a window left out or retaken is a hollow dot
+    lines = alt.Chart(table).transform_filter(alt.datum.standing == "used").mark_line(point=False).encode(
         x=x, y=alt.Y("mean(latency_ms):Q", title="latency (ms)"), color=color,
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("percentile:Q", title="percentile"),
                  alt.Tooltip("mean(latency_ms):Q", title="mean latency (ms)", format=",.2f"),
                  alt.Tooltip("count(latency_ms):Q", title="repeats")],
     )
-    dots = alt.Chart(table).mark_circle(size=40, opacity=0.8).encode(
-        x=x, y=y, color=color,
+    dots = alt.Chart(table).mark_point(size=40, opacity=0.8, filled=False, strokeWidth=1.5).encode(
+        x=x, y=y, color=color, fill=alt.Fill("server:N", scale=alt.Scale(domain=sorted(values(frame, "server"))),
+                                             legend=None),
+        fillOpacity=alt.condition(alt.datum.standing == "used", alt.value(0.8), alt.value(0.0)),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"), alt.Tooltip("percentile:Q"),
-                 alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run")],
+                 alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run"),
+                 alt.Tooltip("standing:N", title="window")],
     )
     return alt.layer(lines, dots, data=table).properties(width=WIDTH + 60, height=HEIGHT).facet(
         **facets(frame, order),

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 def resources(samples: pd.DataFrame, *, runs: pd.DataFrame | None = None, role: str = "server",
               note: str | None = None, max_points: int = 400) -> alt.VConcatChart:
-    """Server CPU (% of one core) and RSS (MiB) over the measured phase, a line per run, coloured by server.
+    """Server CPU (% of one core) and RSS (MiB) over the measured phase, a line per run, coloured by server; given
+    ``runs``, a window left out or retaken (:func:`benchlab.analysis.validity.standing`) is dashed.
 
     Parameters
     ----------
@@ -43,18 +44,25 @@ def resources(samples: pd.DataFrame, *, runs: pd.DataFrame | None = None, role: 
     table["cpu"] = table["cpu"].astype(float)
     table["rss_mib"] = table["rss"].astype(float) / MIB
     table["load_point"] = ""
+    table["standing"] = "used"
     if runs is not None and len(runs):
+        from ...analysis.validity import standing
+
         labelled, _ = with_cells(runs)
         points = dict(zip(labelled["id"], labelled["load_point"]))
         table["load_point"] = table["id"].map(points).fillna("")
-    table = table[["id", "server", "t", "cpu", "rss_mib", "load_point"]]
+        table["standing"] = table["id"].map(dict(zip(runs["id"], standing(runs)))).fillna("not in the runs given")
+    table = table[["id", "server", "t", "cpu", "rss_mib", "load_point", "standing"]]
     color = server_color(values(table, "server"))
     tooltip = [alt.Tooltip("server:N"), alt.Tooltip("load_point:N", title="load"), alt.Tooltip("id:N", title="run"),
-               alt.Tooltip("t:Q", title="time (s)", format=".2f"),
+               alt.Tooltip("standing:N", title="window"), alt.Tooltip("t:Q", title="time (s)", format=".2f"),
                alt.Tooltip("cpu:Q", title="CPU (% of one core)", format=".0f"),
                alt.Tooltip("rss_mib:Q", title="RSS (MiB)", format=",.0f")]
+    # a window left out or retaken (the one rule) is drawn dashed, as in the windows chart
     base = alt.Chart(table).encode(x=alt.X("t:Q", title="time into the measured phase (s)"), color=color,
-                                   detail="id:N", tooltip=tooltip)
+                                   detail="id:N", tooltip=tooltip,
+                                   strokeDash=alt.condition(alt.datum.standing == "used", alt.value([1, 0]),
+                                                            alt.value([4, 3])))
     cpu = base.mark_line(point=True, strokeWidth=1.5).encode(
         y=alt.Y("cpu:Q", title=f"{role} CPU (% of one core)")).properties(width=WIDTH * 2, height=160)
     rss = base.mark_line(point=True, strokeWidth=1.5).encode(
@@ -125,7 +133,8 @@ def live(rows: pd.DataFrame) -> alt.VConcatChart:
     """What a run under way has done so far: requests/s per slice, and the JIT's compile time where the server
     has JVM counters, against the seconds since its warm-up began, a line per run.
 
-    ``rows`` has a row per slice: ``run`` (its label), ``t``, ``phase`` ("prime", "load", "resume"), ``rps``,
+    ``rows`` has a row per slice: ``run`` (its label), ``t``, ``phase`` ("prime", "load", "resume", "fixed": a
+    fixed warm-up's one slice), ``rps``,
     and ``compile_s`` when known: the rows :func:`benchlab.running.warmup.warm_up` hands its ``on_slice``.
 
     Example
