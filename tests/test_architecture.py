@@ -291,3 +291,34 @@ def test_a_module_asked_of_the_package_is_imported_alone():
             "from benchlab.running.spec import prepare; print(prepare.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "prepare"], done.stdout + done.stderr
+
+
+#: The modules that write to a person: the command line and its terminal, the notebook and its panel. The library
+#: speaks through them: its notes go to the ``benchlab`` log (``logging.getLogger(__name__)``) or to an ``echo``
+#: its caller gives.
+WRITERS = {"benchlab.cli", "benchlab.present.terminal", "benchlab.present.notebook", "benchlab.present.live",
+           "benchlab.widgets"}
+#: Library modules allowed a ``print(`` anyway, with why; an entry no longer needed fails the test.
+PRINTS: dict[str, str] = {}
+
+
+def prints(tree: ast.AST) -> list[int]:
+    """The lines of every call of the built-in ``print`` (a doctest's ``>>> print(`` is text, not a call)."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_the_library_speaks_through_its_caller():
+    found = {name: prints(ast.parse(path.read_text())) for name, path in MODULES.items() if name not in WRITERS}
+    found = {name: lines for name, lines in found.items() if lines}
+    wrong = [f"{name}:{line}" for name, lines in sorted(found.items()) if name not in PRINTS for line in lines]
+    assert not wrong, ("print() in library code: " + ", ".join(wrong) + "; log it (logging.getLogger(__name__)) "
+                       "or say it through the caller's echo")
+    stale = set(PRINTS) - set(found)
+    assert not stale, f"no print() left in {', '.join(sorted(stale))}: remove it from PRINTS"
+    assert WRITERS <= set(MODULES), f"no such writer: {', '.join(sorted(WRITERS - set(MODULES)))}"
+
+
+def test_the_print_scan_finds_a_print_and_not_a_doctest():
+    tree = ast.parse('def f():\n    """>>> print(1)"""\n    print("x", file=sys.stderr)\n    echo = print\n')
+    assert prints(tree) == [3]

@@ -85,9 +85,10 @@ def test_the_bar_says_each_phase_as_a_person_reads_it_and_tells_its_listener():
     assert bar.planned == [10.0] and bar.eta() == 0.0, "a comparison that stopped early has no run left"
 
 
-def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_on_stderr(capsys):
+def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_in_the_log(caplog):
     Progress([1.0], enabled=False).waiting("benchlab: waiting for cores 0 held by PID 42")
-    assert capsys.readouterr().err == "benchlab: waiting for cores 0 held by PID 42\n"
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("benchlab.running.progress", "WARNING", "benchlab: waiting for cores 0 held by PID 42")]
 
 
 def _parameters(name: str) -> str:

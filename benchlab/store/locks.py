@@ -30,9 +30,9 @@ What else was busy on the cores
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import resource
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -42,6 +42,7 @@ from ..errors import UsageError
 
 RESULTS_LOCK = "results-{key}.lock"  # in the machine's lock folder: a results_dir gets no file of benchlab's own
 _TICKS = os.sysconf("SC_CLK_TCK")
+log = logging.getLogger(__name__)
 
 
 def _holder(fd: int) -> str:
@@ -108,9 +109,10 @@ def _cores_folder() -> Path:
 @contextmanager
 def cores(cpus, *, poll: float = 0.2, echo=None):
     """Hold the machine-wide lock of every core in ``cpus`` for the block, waiting while another benchlab
-    process holds any of them (said once, through ``echo``: stderr by default). Yields the seconds waited."""
+    process holds any of them (said once, through ``echo``: the ``benchlab`` log's warnings by default). Yields
+    the seconds waited."""
     wanted = sorted(set(cpus or ()))
-    say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = echo or log.warning
     folder = _cores_folder() if wanted else None  # None: no core to lock
     held: list[int] = []
     began, said = time.monotonic(), False
