@@ -322,3 +322,101 @@ def test_the_library_speaks_through_its_caller():
 def test_the_print_scan_finds_a_print_and_not_a_doctest():
     tree = ast.parse('def f():\n    """>>> print(1)"""\n    print("x", file=sys.stderr)\n    echo = print\n')
     assert prints(tree) == [3]
+
+
+BROAD = {"Exception", "BaseException"}
+
+
+def comments(source: str) -> dict[int, str]:
+    """``{line: comment}`` of every comment in ``source`` (a ``#`` inside a string is not one)."""
+    import io
+    import tokenize
+
+    return {token.start[0]: token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type == tokenize.COMMENT}
+
+
+def silent_broad_excepts(source: str) -> list[int]:
+    """The lines of every ``except:``, ``except Exception`` or ``except BaseException`` (alone or in a tuple) that
+    neither says why in a comment on its line nor re-raises what it caught (a bare ``raise`` in its body)."""
+    said = comments(source)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ExceptHandler):
+            continue
+        caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+        broad = node.type is None or any(isinstance(t, ast.Name) and t.id in BROAD for t in caught)
+        reraised = any(isinstance(n, ast.Raise) and n.exc is None for s in node.body for n in ast.walk(s))
+        if broad and not reraised and node.lineno not in said:
+            found.append(node.lineno)
+    return found
+
+
+def test_every_broad_except_says_why():
+    found = [f"{name}:{line}" for name, path in sorted(MODULES.items())
+             for line in silent_broad_excepts(path.read_text())]
+    assert not found, ("an except that catches everything and keeps it: " + ", ".join(found) + "; catch what you "
+                       "mean, or say why in a comment on the except line")
+
+
+def test_the_except_scan_sees_a_silent_one_and_not_a_cleanup_or_a_reason():
+    source = ("try:\n    f()\nexcept Exception:\n    pass\n"
+              "try:\n    f()\nexcept (OSError, BaseException):\n    g()\n    raise\n"
+              "try:\n    f()\nexcept Exception:  # the caller's callback: reported below\n    pass\n"
+              "try:\n    f()\nexcept OSError:\n    pass\n"
+              "try:\n    f()\nexcept:\n    s = '# not a comment'\n")
+    assert silent_broad_excepts(source) == [3, 20]
+
+
+def enabled_rules() -> tuple[list[str], list[str]]:
+    """ruff's selected and ignored rule codes (prefixes), as pyproject.toml says them."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    lint = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    return lint.get("select", []), lint.get("ignore", [])
+
+
+def covers(prefixes: list[str], code: str) -> bool:
+    """Whether a ruff code is among ``prefixes``, as ruff reads a prefix: its linter's letters whole ("B" is
+    bugbear's B001, not BLE001, blind except's), then the start of the number."""
+    import re
+
+    letters, digits = re.fullmatch(r"([A-Z]+)([0-9]*)", code).groups()
+    for prefix in prefixes:
+        own, start = re.fullmatch(r"([A-Z]+)([0-9]*)", prefix).groups()
+        if own == letters and digits.startswith(start):
+            return True
+    return False
+
+
+def disabled_noqa(source: str, select: list[str], ignore: list[str]) -> list[str]:
+    """Each ``# noqa: CODE`` in ``source`` whose CODE ruff does not check (not selected, or ignored), as
+    ``"line: CODE"``: such a comment silences nothing and reads as if a rule held there."""
+    import re
+
+    found = []
+    for line, comment in comments(source).items():
+        match = re.search(r"noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", comment)
+        for code in re.split(r"\s*,\s*", match.group(1)) if match else ():
+            if not (covers(select, code) and not covers(ignore, code)):
+                found.append(f"{line}: {code}")
+    return found
+
+
+def test_no_noqa_names_a_rule_ruff_does_not_check():
+    select, ignore = enabled_rules()
+    assert "F" in select, "pyproject.toml's ruff select is read"
+    sources = {**{name: path for name, path in MODULES.items()},
+               **{f"tests.{p.stem}": p for p in sorted((PACKAGE.parent / "tests").glob("*.py"))}}
+    found = [f"{name}:{where}" for name, path in sorted(sources.items())
+             for where in disabled_noqa(path.read_text(), select, ignore)]
+    assert not found, ("noqa for a rule ruff does not check: " + ", ".join(found) + "; say why in words, or enable "
+                       "the rule in pyproject.toml")
+
+
+def test_the_noqa_scan_knows_an_enabled_rule_from_a_disabled_one():
+    source = ("x = 1  # noqa: E731\ny = 2  # noqa: BLE001 - why\nz = 3  # noqa: F401, S307\nw = '# noqa: S1'\n"
+              "v = 4  # noqa: B018\n")
+    assert disabled_noqa(source, ["F", "E", "B"], ["E731"]) == ["1: E731", "2: BLE001", "3: S307"]

@@ -75,7 +75,7 @@ def _chart_bundle(spec: dict, **options) -> tuple[dict, dict]:
     try:
         bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING},
                                                              vl_version=VEGALITE_LIBRARY)
-    except Exception as exc:  # noqa: BLE001 - a chart vl-convert cannot draw still has its spec
+    except Exception as exc:  # a chart vl-convert cannot draw still has its spec
         bundle["text/plain"] = f"(no static image: {exc})"
     title = spec.get("title", {})
     bundle.setdefault("text/plain", f"<chart: {title.get('text') if isinstance(title, dict) else title}>")
@@ -136,7 +136,7 @@ _TYPES = {"Optional": typing.Optional, "Union": typing.Union, "None": None, "lis
 
 def _kinds(annotation: str) -> tuple[type, ...]:
     """``"Optional[int]"`` -> ``(int, NoneType)``: the types an annotation of the parameters cell allows."""
-    hint = eval(annotation, {"__builtins__": {}}, _TYPES)  # noqa: S307 - names limited to _TYPES
+    hint = eval(annotation, {"__builtins__": {}}, _TYPES)  # names limited to _TYPES: no builtins
     return typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
 
 

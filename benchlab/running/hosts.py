@@ -254,7 +254,7 @@ def _work(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
     :func:`run` (a thread's own exception would be lost, and the other hosts would wait for its round)."""
     try:
         _rounds_on(machine, queue, plan, play, keep, pool, bar)
-    except BaseException as exc:
+    except BaseException as exc:  # raised by run(), in the caller's thread
         with queue.lock:
             queue.errors.append(exc)
             queue.stop = True

@@ -170,7 +170,7 @@ def own_seconds(pid: int | None) -> float | None:
         import psutil
 
         times = psutil.Process(pid).cpu_times()
-    except Exception:  # noqa: BLE001 - the server is gone or not ours to read: nothing to say of its share
+    except Exception:  # the server is gone or not ours to read: nothing to say of its share
         return None
     return total + times.user + times.system
 
