@@ -420,3 +420,65 @@ def test_the_noqa_scan_knows_an_enabled_rule_from_a_disabled_one():
     source = ("x = 1  # noqa: E731\ny = 2  # noqa: BLE001 - why\nz = 3  # noqa: F401, S307\nw = '# noqa: S1'\n"
               "v = 4  # noqa: B018\n")
     assert disabled_noqa(source, ["F", "E", "B"], ["E731"]) == ["1: E731", "2: BLE001", "3: S307"]
+
+
+#: The option names a flat keyword of run() or compare() may carry: the fields of the objects built from them.
+def option_names() -> set[str]:
+    import dataclasses
+
+    from benchlab.running.options import Comparison, RunOptions
+
+    return {f.name for cls in (Comparison, RunOptions) for f in dataclasses.fields(cls)} - {"run"}
+
+
+#: The calls that build the options object at the door.
+BUILDERS = {"Comparison.of", "RunOptions.of"}
+
+
+def flat_reads_after_the_object(function: ast.FunctionDef, names: set[str]) -> tuple[int | None, list[str]]:
+    """``(line of the statement that builds the options object, ["line: name", ...])``: every read of a flat
+    option argument of ``function`` after that statement (in nested functions and lambdas too), and any
+    ``locals()`` there, which reads them all. Past the object, only the object holds the options: a rewrite of
+    it (``hosts.prepare``'s) is seen by every later read."""
+    flat = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)} & names
+    built = None
+    for statement in function.body:
+        if any(isinstance(n, ast.Call) and ast.unparse(n.func) in BUILDERS for n in ast.walk(statement)):
+            built = statement
+            break
+    if built is None:
+        return None, []
+    wrong = []
+    for statement in function.body[function.body.index(built) + 1:]:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id in flat:
+                wrong.append(f"{node.lineno}: {node.id}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals":
+                wrong.append(f"{node.lineno}: locals()")
+    return built.lineno, wrong
+
+
+def test_past_the_options_object_no_flat_option_is_read():
+    names = option_names()
+    checked = {}
+    for name in ENTRY & set(MODULES):
+        for node in ast.walk(ast.parse(MODULES[name].read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                line, wrong = flat_reads_after_the_object(node, names)
+                if line is not None:
+                    checked[f"{name}:{node.name}"] = wrong
+    assert {"benchlab.api:run", "benchlab.api:compare"} <= set(checked), f"the object is built in {sorted(checked)}"
+    wrong = [f"{where} line {read}" for where, reads in sorted(checked.items()) for read in reads]
+    assert not wrong, ("a flat option read after its options object is built: " + "; ".join(wrong) + "; read it "
+                       "from the object (comparison.budget, spec...), which hosts.prepare may have rewritten")
+
+
+def test_the_flat_read_scan_sees_a_read_past_the_object():
+    tree = ast.parse("def compare(servers, *, budget=None, label=None):\n"
+                     "    given = dict(locals())\n"
+                     "    comparison = prepare(Comparison.of(**given))\n"
+                     "    limit = comparison.budget or label\n"
+                     "    check = lambda: budget\n"
+                     "    return [s for s in servers], locals()\n")
+    line, reads = flat_reads_after_the_object(tree.body[0], {"servers", "budget"})
+    assert (line, sorted(reads)) == (3, ["5: budget", "6: locals()", "6: servers"])
