@@ -163,6 +163,13 @@ class Fork:
             self.stop()
         return self.error is None
 
+    @property
+    def pinned(self) -> tuple[int, ...]:
+        """The cores this fork holds on this machine while it runs (:func:`benchlab.store.locks.cores`): its
+        server's and its load's, none when its server runs on another docker engine."""
+        spec = self.spec
+        return () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
+
     def alive(self) -> bool:
         """Whether the fork is going and has windows left to measure."""
         return self.error is None and len(self.records) < len(self.windows)
@@ -203,9 +210,7 @@ def whole(fork: Fork) -> Fork:
     """A fork as ``interleave="forks"`` takes it: holding its cores, started, warmed, its windows back to back,
     stopped; its outcome is on it (:meth:`Fork.stored`). The fork's ``echo`` hears the line that says it waits for
     its cores (:func:`benchlab.store.locks.cores`)."""
-    spec = fork.spec
-    pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
-    with locks.cores(pinned, echo=fork.echo) as waited:
+    with locks.cores(fork.pinned, echo=fork.echo) as waited:
         fork.waited = waited
         with fork:
             if fork.step(fork.start) and fork.step(fork.warm):
