@@ -98,9 +98,8 @@ class Replayed:
 
     @property
     def machine(self) -> str:
-        """The machine the runs were measured on, in one line (:func:`benchlab.present.charts.machine`)."""
-        records = self.records
-        return charts.machine(records[0].metadata if records else {})
+        """The machine the runs were measured on, in one line (:func:`benchlab.present.charts.machine_of`)."""
+        return charts.machine_of(self.records)
 
     def show(self, echo=print) -> header.Header:
         """Say what each suite holds and how each experiment ran, a line each through ``echo`` (the notebook's
