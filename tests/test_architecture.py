@@ -482,3 +482,71 @@ def test_the_flat_read_scan_sees_a_read_past_the_object():
                      "    return [s for s in servers], locals()\n")
     line, reads = flat_reads_after_the_object(tree.body[0], {"servers", "budget"})
     assert (line, sorted(reads)) == (3, ["5: budget", "6: locals()", "6: servers"])
+
+
+#: Glossary words (docs/architecture.md, "Words") that have been given a second meaning in the code before.
+GLOSSARY = ("run", "window", "fork", "cell", "host")
+#: Each function or class named by a glossary word, and each parameter so named (``module:function(word=)``), with
+#: the meaning it has there. A new one fails until it is listed: name it after what it is, or say here why the
+#: word fits. An entry no longer found fails too. The ones marked "second meaning" are the debt left.
+MEANINGS = {
+    "benchlab.schema:cell": "the glossary's cell: the one function that names it",
+    "benchlab.running.fork:window": "Fork.window measures the fork's next window",
+    "benchlab.running.measure:fork": "one fork of run()",
+    "benchlab.running.fork:whole(fork=)": "a Fork",
+    "benchlab.running.window:take(fork=)": "a Fork",
+    "benchlab.running.window:_record(fork=)": "a Fork",
+    "benchlab.running.window:_live(fork=)": "a Fork",
+    "benchlab.analysis.cells:fork_key(fork=)": "a fork's number in its run's parameters",
+    "benchlab.analysis.series:of_run(run=)": "a Run",
+    "benchlab.present.terminal:format_run(run=)": "a Run",
+    "benchlab.present.notebook:_stored_needed(run=)": "second meaning: a notebook's flag (run the load, or read)",
+    "benchlab.reproduce:experiments(run=)": "second meaning: run the experiments, or read them back",
+    "benchlab.store.results:save(run=)": "a Run",
+    "benchlab.api:run": "the verb: the public run() the README shows, kept",
+    "benchlab.running.process:run": "the verb, as STYLE names it: start a command, wait for it",
+    "benchlab.running.hosts:run": "second meaning, the verb: the rounds on several hosts",
+    "benchlab.running.rounds:run": "second meaning, the verb: a round's forks, their windows in turn",
+    "benchlab.widgets:run": "the verb of the panel's Run button",
+    "benchlab.running.warmup:jit_quiet(window=)": "second meaning: a look-back span (warmup.py is being edited)",
+    "benchlab.running.warmup:quiet_since(window=)": "second meaning: a look-back span (warmup.py is being edited)",
+    "benchlab.running.backends.base:free_port(host=)": "second meaning: an address to bind",
+    "benchlab.running.backends.base:port_in_use(host=)": "second meaning: an address to bind",
+    "benchlab.running.backends.base:check_port_free(host=)": "second meaning: an address to bind",
+    "benchlab.running.natives:nginx_config(host=)": "second meaning: an address to listen on",
+    "benchlab.running.natives:argv(host=)": "second meaning: an address to listen on",
+    "benchlab.running.natives:files(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:argv(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:files(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:java_arguments(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:container_argv(host=)": "second meaning: an address to listen on",
+}
+
+
+def glossary_names(module: str, tree: ast.AST) -> set[str]:
+    """``module:name`` for each function or class named by a glossary word, ``module:function(word=)`` for each
+    parameter so named (methods by their own name: a class's methods of one name are one entry)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in GLOSSARY:
+            found.add(f"{module}:{node.name}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+                if argument.arg in GLOSSARY:
+                    found.add(f"{module}:{getattr(node, 'name', 'lambda')}({argument.arg}=)")
+    return found
+
+
+def test_a_glossary_word_names_only_what_the_glossary_says_or_is_listed():
+    found = set().union(*(glossary_names(name, ast.parse(path.read_text())) for name, path in MODULES.items()))
+    new = sorted(found - set(MEANINGS))
+    assert not new, (f"named by a glossary word ({', '.join(GLOSSARY)}): {', '.join(new)}; if it means what "
+                     "docs/architecture.md's Words say, list it in MEANINGS; if not, name it after what it is")
+    stale = sorted(set(MEANINGS) - found)
+    assert not stale, f"no longer found: remove {', '.join(stale)} from MEANINGS"
+
+
+def test_the_glossary_scan_finds_a_function_and_a_parameter():
+    tree = ast.parse("def cell(source):\n    pass\nclass A:\n    def f(self, *, window=1.0):\n        pass\n")
+    assert glossary_names("m", tree) == {"m:cell", "m:f(window=)"}
