@@ -283,7 +283,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
         try:
             shared = pool.instance(spec)
         except FAILURES as exc:  # the shared server would not start: this fork fails, the others go on
-            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label)
+            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label, echo=bar.waiting)
             one.error = exc
         else:
             one = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=bar.phase,
