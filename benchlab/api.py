@@ -174,13 +174,14 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     from .running.progress import Progress
 
     check_design(comparison)
-    repeats, windows, interleave = comparison.design()
-    limit = budget_seconds(budget) if budget is not None else None
-    schedule = matrix(comparison, max_repeats if repeats == AUTO else repeats)
+    chosen_repeats, chosen_windows, chosen_interleave = comparison.design()  # given, else chosen for it
+    limit = budget_seconds(comparison.budget) if comparison.budget is not None else None
+    schedule = matrix(comparison, comparison.max_repeats if chosen_repeats == AUTO else chosen_repeats)
     hosts_.check(machines, schedule)
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
-    rule = Rule(repeats=repeats, windows=windows, precision=precision, baseline=_baseline(baseline, names),
-                interleave=interleave, budget=Budget(limit) if limit else None)
+    rule = Rule(repeats=chosen_repeats, windows=chosen_windows, precision=comparison.precision,
+                baseline=_baseline(comparison.baseline, names),
+                interleave=chosen_interleave, budget=Budget(limit) if limit else None)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:
@@ -195,12 +196,12 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         for spec in {spec.cell_key(): spec for _, spec in schedule}.values():
             check_tools(spec)
         base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer, or a missing tool, makes nothing
-        play = functools.partial(_round if interleave == "windows" else _one_by_one, suite=suite, label=label,
+        play = functools.partial(_round if chosen_interleave == "windows" else _one_by_one, suite=suite, label=label,
                                  deadline=rule.budget.deadline if rule.budget else None, on_slice=shown)
-        plan, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
-        pool = functools.partial(Pool, base, enabled=restart == "never")
+        planning, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
+        pool = functools.partial(Pool, base, enabled=comparison.restart == "never")
         in_rounds = functools.partial(hosts_.run, machines) if machines else _in_turn  # on hosts, or here
-        in_rounds(rounds(schedule), plan=plan, play=play, keep=keep, pool=pool, bar=bar)
+        in_rounds(rounds(schedule), plan=planning, play=play, keep=keep, pool=pool, bar=bar)
         bar.complete(stored=_stored(records))
     finally:
         bar.close()
@@ -298,7 +299,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
         try:
             shared = pool.instance(spec)
         except FAILURES as exc:  # the shared server would not start: this fork fails, the others go on
-            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label)
+            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label, echo=bar.waiting)
             one.error = exc
         else:
             one = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=bar.phase,

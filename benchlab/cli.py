@@ -7,6 +7,7 @@ one line without a traceback; the exit code says what happened (:data:`EXIT_OK` 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable
 
@@ -189,9 +190,11 @@ def cmd_batch(args) -> int:
 
 def cmd_doctor(args) -> int:
     """Print the table of load tools and runtimes; exit 1 when a driver is missing."""
-    from .running.doctor import doctor_exit
+    from .running.doctor import doctor, format_doctor
 
-    return doctor_exit()
+    rows = doctor()
+    print(format_doctor(rows))
+    return 0 if all(r["installed"] for r in rows if r["kind"] == "driver") else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -283,9 +286,29 @@ def exit_code(error: BaseException) -> int:
     return EXIT_USAGE if isinstance(error, (UsageError, ToolMissing, ResultsError)) else EXIT_FAILED
 
 
+class _Notes(logging.Handler):
+    """The library's notes (the ``benchlab`` log: waiting for cores, a retake, a failed run, a lost host) on stderr,
+    a line each as they were printed, above a progress bar rather than through it, without the control characters
+    a stored file may carry."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        from .present.terminal import printable
+
+        tqdm.write(printable(self.format(record)), file=sys.stderr)
+
+
+def _notes_on_stderr() -> None:
+    log = logging.getLogger("benchlab")
+    if not any(isinstance(h, _Notes) for h in log.handlers):  # main() called again in one process
+        log.addHandler(_Notes())
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
 
+    _notes_on_stderr()
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)

@@ -221,7 +221,7 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
             papermill.execute_notebook(str(source), str(ipynb), parameters=params, kernel_name=kernel,
                                        progress_bar=False, log_output=log_output, execution_timeout=timeout,
                                        request_save_on_cell_execute=True, extra_arguments=list(KERNEL_ARGUMENTS))
-    except Exception as exc:  # noqa: BLE001 - a cell that raised, a kernel that died or timed out: keep the file
+    except Exception as exc:  # a cell that raised, a kernel that died or timed out: keep the file
         failure = exc
     page = ipynb.with_suffix(".html")
     if ipynb.exists():

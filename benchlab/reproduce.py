@@ -9,6 +9,7 @@ the others from ``data/published/claims.csv``. What the published setups were, b
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from .analysis.claims import given
 from .analysis.suite import Suite, load
 from .present import charts, header, replay
 from .store.results import Run
+
+log = logging.getLogger(__name__)
 
 #: The seed experiments: their load shapes are the notebook's parameters, not the table's.
 SEEDS = ("wrk", "jmeter")
@@ -95,19 +98,19 @@ class Replayed:
 
     @property
     def machine(self) -> str:
-        """The machine the runs were measured on, in one line (:func:`benchlab.present.charts.machine`)."""
-        records = self.records
-        return charts.machine(records[0].metadata if records else {})
+        """The machine the runs were measured on, in one line (:func:`benchlab.present.charts.machine_of`)."""
+        return charts.machine_of(self.records)
 
-    def show(self) -> header.Header:
-        """Print what each suite holds and how each experiment ran; return the header of what was measured."""
+    def show(self, echo=print) -> header.Header:
+        """Say what each suite holds and how each experiment ran, a line each through ``echo`` (the notebook's
+        output by default); return the header of what was measured."""
         everything = self.everything
         for name, suite in everything.items():
-            print(f"{name}: {len(suite.records)} runs, {sum(r.status == 'ok' for r in suite.records)} ok, "
-                  f"stored in {suite.path}")
+            echo(f"{name}: {len(suite.records)} runs, {sum(r.status == 'ok' for r in suite.records)} ok, "
+                 f"stored in {suite.path}")
         for key, words in self.said.items():
-            print(f"{replay.label(*key) or 'our stack, controlled protocol'}: "
-                  + "; ".join(f"{e} on {text}" for e, text in words.items()))
+            echo(f"{replay.label(*key) or 'our stack, controlled protocol'}: "
+                 + "; ".join(f"{e} on {text}" for e, text in words.items()))
         return header.measured([r for s in everything.values() for r in s.records],
                                what="the published experiments, re-run: " + (", ".join(everything) or
                                                                               "none (no chosen claim needs one)"))
@@ -188,8 +191,8 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
                 how = replay.protocol_options(catalogue, experiment, way, repeats=repeats, warmup=warmup)
                 shape, load_said = _shape(chosen, experiment, seeds, servers)
                 if not shape["servers"]:
-                    print(f"{experiment}: each of its claims compares a server that is not in servers, so it does "
-                          "not run")
+                    log.warning(f"{experiment}: each of its claims compares a server that is not in servers, so it "
+                                "does not run")
                     continue
                 shape["servers"] = replay.in_sequence(shape["servers"], how["sequence"])
                 first = baseline if baseline in shape["servers"] else shape["servers"][0]

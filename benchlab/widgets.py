@@ -254,8 +254,7 @@ class Panel:
     def _note(self) -> str:
         from .present import charts
 
-        metadata = next((r.metadata for r in self.records if r.status == "ok"), {})
-        return charts.describe(self.runs, machine=charts.machine(metadata))
+        return charts.describe(self.runs, machine=charts.machine_of(self.records))
 
     def throughput(self) -> alt.TopLevelMixin:
         """The throughput chart of the runs shown (see :func:`benchlab.present.charts.throughput`)."""

@@ -291,3 +291,262 @@ def test_a_module_asked_of_the_package_is_imported_alone():
             "from benchlab.running.spec import prepare; print(prepare.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "prepare"], done.stdout + done.stderr
+
+
+#: The modules that write to a person: the command line and its terminal, the notebook and its panel. The library
+#: speaks through them: its notes go to the ``benchlab`` log (``logging.getLogger(__name__)``) or to an ``echo``
+#: its caller gives.
+WRITERS = {"benchlab.cli", "benchlab.present.terminal", "benchlab.present.notebook", "benchlab.present.live",
+           "benchlab.widgets"}
+#: Library modules allowed a ``print(`` anyway, with why; an entry no longer needed fails the test.
+PRINTS: dict[str, str] = {}
+
+
+def prints(tree: ast.AST) -> list[int]:
+    """The lines of every call of the built-in ``print`` (a doctest's ``>>> print(`` is text, not a call)."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_the_library_speaks_through_its_caller():
+    found = {name: prints(ast.parse(path.read_text())) for name, path in MODULES.items() if name not in WRITERS}
+    found = {name: lines for name, lines in found.items() if lines}
+    wrong = [f"{name}:{line}" for name, lines in sorted(found.items()) if name not in PRINTS for line in lines]
+    assert not wrong, ("print() in library code: " + ", ".join(wrong) + "; log it (logging.getLogger(__name__)) "
+                       "or say it through the caller's echo")
+    stale = set(PRINTS) - set(found)
+    assert not stale, f"no print() left in {', '.join(sorted(stale))}: remove it from PRINTS"
+    assert WRITERS <= set(MODULES), f"no such writer: {', '.join(sorted(WRITERS - set(MODULES)))}"
+
+
+def test_the_print_scan_finds_a_print_and_not_a_doctest():
+    tree = ast.parse('def f():\n    """>>> print(1)"""\n    print("x", file=sys.stderr)\n    echo = print\n')
+    assert prints(tree) == [3]
+
+
+BROAD = {"Exception", "BaseException"}
+
+
+def comments(source: str) -> dict[int, str]:
+    """``{line: comment}`` of every comment in ``source`` (a ``#`` inside a string is not one)."""
+    import io
+    import tokenize
+
+    return {token.start[0]: token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type == tokenize.COMMENT}
+
+
+def silent_broad_excepts(source: str) -> list[int]:
+    """The lines of every ``except:``, ``except Exception`` or ``except BaseException`` (alone or in a tuple) that
+    neither says why in a comment on its line nor re-raises what it caught (a bare ``raise`` in its body)."""
+    said = comments(source)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ExceptHandler):
+            continue
+        caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+        broad = node.type is None or any(isinstance(t, ast.Name) and t.id in BROAD for t in caught)
+        reraised = any(isinstance(n, ast.Raise) and n.exc is None for s in node.body for n in ast.walk(s))
+        if broad and not reraised and node.lineno not in said:
+            found.append(node.lineno)
+    return found
+
+
+def test_every_broad_except_says_why():
+    found = [f"{name}:{line}" for name, path in sorted(MODULES.items())
+             for line in silent_broad_excepts(path.read_text())]
+    assert not found, ("an except that catches everything and keeps it: " + ", ".join(found) + "; catch what you "
+                       "mean, or say why in a comment on the except line")
+
+
+def test_the_except_scan_sees_a_silent_one_and_not_a_cleanup_or_a_reason():
+    source = ("try:\n    f()\nexcept Exception:\n    pass\n"
+              "try:\n    f()\nexcept (OSError, BaseException):\n    g()\n    raise\n"
+              "try:\n    f()\nexcept Exception:  # the caller's callback: reported below\n    pass\n"
+              "try:\n    f()\nexcept OSError:\n    pass\n"
+              "try:\n    f()\nexcept:\n    s = '# not a comment'\n")
+    assert silent_broad_excepts(source) == [3, 20]
+
+
+def enabled_rules() -> tuple[list[str], list[str]]:
+    """ruff's selected and ignored rule codes (prefixes), as pyproject.toml says them."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    lint = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    return lint.get("select", []), lint.get("ignore", [])
+
+
+def covers(prefixes: list[str], code: str) -> bool:
+    """Whether a ruff code is among ``prefixes``, as ruff reads a prefix: its linter's letters whole ("B" is
+    bugbear's B001, not BLE001, blind except's), then the start of the number."""
+    import re
+
+    letters, digits = re.fullmatch(r"([A-Z]+)([0-9]*)", code).groups()
+    for prefix in prefixes:
+        own, start = re.fullmatch(r"([A-Z]+)([0-9]*)", prefix).groups()
+        if own == letters and digits.startswith(start):
+            return True
+    return False
+
+
+def disabled_noqa(source: str, select: list[str], ignore: list[str]) -> list[str]:
+    """Each ``# noqa: CODE`` in ``source`` whose CODE ruff does not check (not selected, or ignored), as
+    ``"line: CODE"``: such a comment silences nothing and reads as if a rule held there."""
+    import re
+
+    found = []
+    for line, comment in comments(source).items():
+        match = re.search(r"noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", comment)
+        for code in re.split(r"\s*,\s*", match.group(1)) if match else ():
+            if not (covers(select, code) and not covers(ignore, code)):
+                found.append(f"{line}: {code}")
+    return found
+
+
+def test_no_noqa_names_a_rule_ruff_does_not_check():
+    select, ignore = enabled_rules()
+    assert "F" in select, "pyproject.toml's ruff select is read"
+    sources = {**{name: path for name, path in MODULES.items()},
+               **{f"tests.{p.stem}": p for p in sorted((PACKAGE.parent / "tests").glob("*.py"))}}
+    found = [f"{name}:{where}" for name, path in sorted(sources.items())
+             for where in disabled_noqa(path.read_text(), select, ignore)]
+    assert not found, ("noqa for a rule ruff does not check: " + ", ".join(found) + "; say why in words, or enable "
+                       "the rule in pyproject.toml")
+
+
+def test_the_noqa_scan_knows_an_enabled_rule_from_a_disabled_one():
+    source = ("x = 1  # noqa: E731\ny = 2  # noqa: BLE001 - why\nz = 3  # noqa: F401, S307\nw = '# noqa: S1'\n"
+              "v = 4  # noqa: B018\n")
+    assert disabled_noqa(source, ["F", "E", "B"], ["E731"]) == ["1: E731", "2: BLE001", "3: S307"]
+
+
+#: The option names a flat keyword of run() or compare() may carry: the fields of the objects built from them.
+def option_names() -> set[str]:
+    import dataclasses
+
+    from benchlab.running.options import Comparison, RunOptions
+
+    return {f.name for cls in (Comparison, RunOptions) for f in dataclasses.fields(cls)} - {"run"}
+
+
+#: The calls that build the options object at the door.
+BUILDERS = {"Comparison.of", "RunOptions.of"}
+
+
+def flat_reads_after_the_object(function: ast.FunctionDef, names: set[str]) -> tuple[int | None, list[str]]:
+    """``(line of the statement that builds the options object, ["line: name", ...])``: every read of a flat
+    option argument of ``function`` after that statement (in nested functions and lambdas too), and any
+    ``locals()`` there, which reads them all. Past the object, only the object holds the options: a rewrite of
+    it (``hosts.prepare``'s) is seen by every later read."""
+    flat = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)} & names
+    built = None
+    for statement in function.body:
+        if any(isinstance(n, ast.Call) and ast.unparse(n.func) in BUILDERS for n in ast.walk(statement)):
+            built = statement
+            break
+    if built is None:
+        return None, []
+    wrong = []
+    for statement in function.body[function.body.index(built) + 1:]:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id in flat:
+                wrong.append(f"{node.lineno}: {node.id}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals":
+                wrong.append(f"{node.lineno}: locals()")
+    return built.lineno, wrong
+
+
+def test_past_the_options_object_no_flat_option_is_read():
+    names = option_names()
+    checked = {}
+    for name in ENTRY & set(MODULES):
+        for node in ast.walk(ast.parse(MODULES[name].read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                line, wrong = flat_reads_after_the_object(node, names)
+                if line is not None:
+                    checked[f"{name}:{node.name}"] = wrong
+    assert {"benchlab.api:run", "benchlab.api:compare"} <= set(checked), f"the object is built in {sorted(checked)}"
+    wrong = [f"{where} line {read}" for where, reads in sorted(checked.items()) for read in reads]
+    assert not wrong, ("a flat option read after its options object is built: " + "; ".join(wrong) + "; read it "
+                       "from the object (comparison.budget, spec...), which hosts.prepare may have rewritten")
+
+
+def test_the_flat_read_scan_sees_a_read_past_the_object():
+    tree = ast.parse("def compare(servers, *, budget=None, label=None):\n"
+                     "    given = dict(locals())\n"
+                     "    comparison = prepare(Comparison.of(**given))\n"
+                     "    limit = comparison.budget or label\n"
+                     "    check = lambda: budget\n"
+                     "    return [s for s in servers], locals()\n")
+    line, reads = flat_reads_after_the_object(tree.body[0], {"servers", "budget"})
+    assert (line, sorted(reads)) == (3, ["5: budget", "6: locals()", "6: servers"])
+
+
+#: Glossary words (docs/architecture.md, "Words") that have been given a second meaning in the code before.
+GLOSSARY = ("run", "window", "fork", "cell", "host")
+#: Each function or class named by a glossary word, and each parameter so named (``module:function(word=)``), with
+#: the meaning it has there. A new one fails until it is listed: name it after what it is, or say here why the
+#: word fits. An entry no longer found fails too. The ones marked "second meaning" are the debt left.
+MEANINGS = {
+    "benchlab.schema:cell": "the glossary's cell: the one function that names it",
+    "benchlab.running.fork:window": "Fork.window measures the fork's next window",
+    "benchlab.running.measure:fork": "one fork of run()",
+    "benchlab.running.fork:whole(fork=)": "a Fork",
+    "benchlab.running.window:take(fork=)": "a Fork",
+    "benchlab.running.window:_record(fork=)": "a Fork",
+    "benchlab.running.window:_live(fork=)": "a Fork",
+    "benchlab.analysis.cells:fork_key(fork=)": "a fork's number in its run's parameters",
+    "benchlab.analysis.series:of_run(run=)": "a Run",
+    "benchlab.present.terminal:format_run(run=)": "a Run",
+    "benchlab.present.notebook:_stored_needed(run=)": "second meaning: a notebook's flag (run the load, or read)",
+    "benchlab.reproduce:experiments(run=)": "second meaning: run the experiments, or read them back",
+    "benchlab.store.results:save(run=)": "a Run",
+    "benchlab.api:run": "the verb: the public run() the README shows, kept",
+    "benchlab.running.process:run": "the verb, as STYLE names it: start a command, wait for it",
+    "benchlab.running.hosts:run": "second meaning, the verb: the rounds on several hosts",
+    "benchlab.running.rounds:run": "second meaning, the verb: a round's forks, their windows in turn",
+    "benchlab.widgets:run": "the verb of the panel's Run button",
+    "benchlab.running.warmup:jit_quiet(window=)": "second meaning: a look-back span (warmup.py is being edited)",
+    "benchlab.running.warmup:quiet_since(window=)": "second meaning: a look-back span (warmup.py is being edited)",
+    "benchlab.running.backends.base:free_port(host=)": "second meaning: an address to bind",
+    "benchlab.running.backends.base:port_in_use(host=)": "second meaning: an address to bind",
+    "benchlab.running.backends.base:check_port_free(host=)": "second meaning: an address to bind",
+    "benchlab.running.natives:nginx_config(host=)": "second meaning: an address to listen on",
+    "benchlab.running.natives:argv(host=)": "second meaning: an address to listen on",
+    "benchlab.running.natives:files(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:argv(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:files(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:java_arguments(host=)": "second meaning: an address to listen on",
+    "benchlab.running.servers:container_argv(host=)": "second meaning: an address to listen on",
+}
+
+
+def glossary_names(module: str, tree: ast.AST) -> set[str]:
+    """``module:name`` for each function or class named by a glossary word, ``module:function(word=)`` for each
+    parameter so named (methods by their own name: a class's methods of one name are one entry)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in GLOSSARY:
+            found.add(f"{module}:{node.name}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+                if argument.arg in GLOSSARY:
+                    found.add(f"{module}:{getattr(node, 'name', 'lambda')}({argument.arg}=)")
+    return found
+
+
+def test_a_glossary_word_names_only_what_the_glossary_says_or_is_listed():
+    found = set().union(*(glossary_names(name, ast.parse(path.read_text())) for name, path in MODULES.items()))
+    new = sorted(found - set(MEANINGS))
+    assert not new, (f"named by a glossary word ({', '.join(GLOSSARY)}): {', '.join(new)}; if it means what "
+                     "docs/architecture.md's Words say, list it in MEANINGS; if not, name it after what it is")
+    stale = sorted(set(MEANINGS) - found)
+    assert not stale, f"no longer found: remove {', '.join(stale)} from MEANINGS"
+
+
+def test_the_glossary_scan_finds_a_function_and_a_parameter():
+    tree = ast.parse("def cell(source):\n    pass\nclass A:\n    def f(self, *, window=1.0):\n        pass\n")
+    assert glossary_names("m", tree) == {"m:cell", "m:f(window=)"}

@@ -40,10 +40,20 @@ def test_the_modules_that_check_a_closed_set_take_schemas_values():
         schema.BACKENDS, schema.LOAD_MODELS, schema.ORDERS, schema.RESTARTS, schema.INTERLEAVES)
 
 
+def test_the_command_line_reads_every_kind_of_option_and_each_option_has_one():
+    from benchlab import cli
+    from benchlab.running import options
+
+    kinds = set(get_args(options.OptionKind))
+    assert {*cli._LISTS, *cli._SCALARS, "bool", "repeat"} == kinds, "cli reads each kind, and no other"
+    assert {o.kind for o in options.OPTIONS} <= kinds and {o.where for o in options.OPTIONS} == set(
+        get_args(options.Where))
+
+
 TYPOS = '''
 from benchlab.analysis.precision import Rule
 from benchlab.running.load import Load
-from benchlab.running.options import Comparison
+from benchlab.running.options import Comparison, Option
 from benchlab.schema import ClaimVerdict, WarmupClass
 from benchlab.store.results import Run
 
@@ -53,6 +63,8 @@ Comparison(order="interleave")
 Rule(repeats=3, windows=1, precision=0.05, baseline="a", interleave="fork")
 verdict: ClaimVerdict = "hold"
 kind: WarmupClass = "warmup"
+Option("x", "txt", "run", "help")
+Option("x", "text", "all", "help")
 '''
 
 
@@ -75,4 +87,4 @@ def test_mypy_refuses_a_typo_in_a_closed_set(tmp_path):
                           timeout=300)
     lines = [line.split("typos.py:", 1)[1] for line in done.stdout.splitlines() if "typos.py:" in line]
     found = sorted(int(line.split(":")[0]) for line in lines)
-    assert found == [8, 9, 10, 11, 12, 13], done.stdout + done.stderr
+    assert found == [8, 9, 10, 11, 12, 13, 14, 15], done.stdout + done.stderr

@@ -257,7 +257,7 @@ class Notebook:
             try:
                 page.wait_for_selector("#vg-tooltip-element.visible", state="attached", timeout=5_000)
                 shown.append(page.inner_text("#vg-tooltip-element"))
-            except Exception:  # noqa: BLE001 - no tooltip is the finding, reported by the assertion
+            except Exception:  # no tooltip is the finding, reported by the assertion
                 shown.append("")
             page.mouse.move(1, 1)
         return shown

@@ -78,14 +78,9 @@ def test_cores_are_taken_all_or_none():
         child.wait()
 
 
-def test_the_busy_seconds_of_the_cores_grow_and_the_share_is_honest():
+def test_the_busy_seconds_of_the_cores_grow():
     before = locks.cpu_seconds([0])
     assert locks.cpu_seconds([0]) >= before > 0
-    assert locks.interference([0, 1], 10.0, 12.0, 11.0, 0.5) == {
-        "cores": [0, 1], "waited_s": 0.5, "busy_cpu_s": 12.0, "own_cpu_s": 11.0, "other_cpu_s": 1.0,
-        "other_share": 0.05}
-    assert locks.interference([0], 10.0, 3.0, None, 0.0)["other_share"] is None, "no own time known: no claim"
-    assert locks.own_seconds(os.getpid()) > 0 and locks.own_seconds(None) is None
 
 
 FIRST = textwrap.dedent("""

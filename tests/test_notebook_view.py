@@ -114,9 +114,10 @@ def test_the_bar_says_one_word_a_state_a_wait_stops_its_clock_and_its_end_says_d
     assert bar.line() == "[2/2] done: 2 windows stored; 1 window used, 1 retaken", "not the last run's phase"
 
 
-def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_on_stderr(capsys):
+def test_a_wait_for_the_cores_without_a_bar_or_a_listener_is_said_in_the_log(caplog):
     Progress([1.0], enabled=False).waiting("benchlab: waiting for cores 0 held by PID 42")
-    assert capsys.readouterr().err == "benchlab: waiting for cores 0 held by PID 42\n"
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("benchlab.running.progress", "WARNING", "benchlab: waiting for cores 0 held by PID 42")]
 
 
 def _parameters(name: str) -> str:

@@ -198,13 +198,20 @@ def mean_interval(x: np.ndarray, alpha: float):
 
 
 def ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
+    return cox_or_fieller(a, b, alpha, _cox_ratio, _fieller_ratio)
+
+
+def cox_or_fieller(a: np.ndarray, b: np.ndarray, alpha: float, cox, fieller):
+    """The interval of mean(a) / mean(b) by ``cox`` (on the logs) in each row where every value is positive, else
+    by ``fieller``; NaN where neither side's values differ. The one choice, for independent samples
+    (:func:`ratio_interval`) and pairs (:func:`benchlab.analysis.pairs.ratio_interval`) alike."""
     positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        cox = _cox_ratio(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
-        fieller = _fieller_ratio(a, b, alpha)
+        logs = cox(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
+        plain = fieller(a, b, alpha)
     either = varies(a) | varies(b)
-    return (np.where(positive & either, cox[0], np.where(either, fieller[0], np.nan)),
-            np.where(positive & either, cox[1], np.where(either, fieller[1], np.nan)))
+    return (np.where(positive & either, logs[0], np.where(either, plain[0], np.nan)),
+            np.where(positive & either, logs[1], np.where(either, plain[1], np.nan)))
 
 
 def which_test(na: int, nb: int, alpha: float) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .intervals import MONTE_CARLO_SPLITS, SEED, t_quantile, varies
+from .intervals import MONTE_CARLO_SPLITS, SEED, cox_or_fieller, t_quantile
 
 #: Up to this many pairs the signed-rank p takes every sign flip (2**14 = 16 384); beyond, MONTE_CARLO_SPLITS.
 EXACT_PAIRS = 14
@@ -52,13 +52,7 @@ def ratio_interval(a: np.ndarray, b: np.ndarray, alpha: float):
     :func:`_paired_fieller`; NaN below 2 pairs or where no pair's values differ from the others'."""
     if a.shape[-1] < 2:
         return np.full(a.shape[:-1], np.nan), np.full(a.shape[:-1], np.nan)
-    positive = np.all(a > 0, axis=-1) & np.all(b > 0, axis=-1)
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        cox = _paired_cox(np.where(positive[..., None], a, 1.0), np.where(positive[..., None], b, 1.0), alpha)
-        fieller = _paired_fieller(a, b, alpha)
-    either = varies(a) | varies(b)
-    return (np.where(positive & either, cox[0], np.where(either, fieller[0], np.nan)),
-            np.where(positive & either, cox[1], np.where(either, fieller[1], np.nan)))
+    return cox_or_fieller(a, b, alpha, _paired_cox, _paired_fieller)
 
 
 def differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -83,7 +83,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     from ..analysis.custom import attached, note, paths
     from ..analysis.wall import span
     from ..store.results import frame
-    from .charts.frames import machine
+    from .charts.frames import machine_of
     from .terminal import wall_text, warmup_line
 
     records = tuple(runs.records if hasattr(runs, "records") else runs)
@@ -101,8 +101,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     took = span(records, forks=True)
     if took is not None:
         rows.append(("took", f"{wall_text(took)} of wall time from the first start to the last end"))
-    metadata: Mapping = next((r.metadata for r in records if r.status == "ok"), {})
-    rows.append(("machine", machine(metadata)))
+    rows.append(("machine", machine_of(records)))
     return Header(rows=tuple(rows))
 
 

@@ -5,7 +5,7 @@ Every benchlab notebook opens with one call, right after its ``parameters`` cell
     globals().update(notebook.setup(globals()))
 
 which checks the parameters against the types the parameters cell declares (``repeats: int = 3``, read
-as Python by :func:`cell`: papermill's line parser skips a value holding "=", such as a JVM option), makes
+as Python by :func:`assignments`: papermill's line parser skips a value holding "=", such as a JVM option), makes
 sure ``results_dir`` holds runs when ``run=False``, shows charts offline (:func:`enable_charts`) and widens
 pandas' tables. Rendering and batching reports is :mod:`benchlab.report`'s job, outside the kernel.
 """
@@ -75,7 +75,7 @@ def _chart_bundle(spec: dict, **options) -> tuple[dict, dict]:
     try:
         bundle["image/svg+xml"] = vl_convert.vegalite_to_svg({**spec, "padding": STATIC_PADDING},
                                                              vl_version=VEGALITE_LIBRARY)
-    except Exception as exc:  # noqa: BLE001 - a chart vl-convert cannot draw still has its spec
+    except Exception as exc:  # a chart vl-convert cannot draw still has its spec
         bundle["text/plain"] = f"(no static image: {exc})"
     title = spec.get("title", {})
     bundle.setdefault("text/plain", f"<chart: {title.get('text') if isinstance(title, dict) else title}>")
@@ -136,12 +136,12 @@ _TYPES = {"Optional": typing.Optional, "Union": typing.Union, "None": None, "lis
 
 def _kinds(annotation: str) -> tuple[type, ...]:
     """``"Optional[int]"`` -> ``(int, NoneType)``: the types an annotation of the parameters cell allows."""
-    hint = eval(annotation, {"__builtins__": {}}, _TYPES)  # noqa: S307 - names limited to _TYPES
+    hint = eval(annotation, {"__builtins__": {}}, _TYPES)  # names limited to _TYPES: no builtins
     return typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
 
 
 def declared(source: str) -> dict[str, tuple[type, ...]]:
-    """The parameters a ``parameters`` cell declares and their types, read as Python (:func:`cell`).
+    """The parameters a ``parameters`` cell declares and their types, read as Python (:func:`assignments`).
 
     >>> declared("repeats: int = 3  # runs per server\\nseed: Optional[int] = None")
     {'repeats': (<class 'int'>,), 'seed': (<class 'int'>, <class 'NoneType'>)}
@@ -149,19 +149,19 @@ def declared(source: str) -> dict[str, tuple[type, ...]]:
     {'jvm_opts': (<class 'list'>, <class 'NoneType'>)}
     """
     found = {}
-    for name, annotation, default in cell(source):
+    for name, annotation, default in assignments(source):
         if annotation is None:
             raise ParameterError(f"the parameters cell gives {name} no type: write {name}: <type> = {default}")
         found[name] = _kinds(annotation)
     return found
 
 
-def cell(source: str) -> list[tuple[str, str | None, str]]:
+def assignments(source: str) -> list[tuple[str, str | None, str]]:
     """Each parameter a ``parameters`` cell assigns: ``(name, its annotation or None, its default)``, as source
     text. Read with :mod:`ast`, not papermill's line parser, which skips a line holding a second "=" (a JVM
     option such as ``-XX:TieredStopAtLevel=1``); a cell that is not Python gives nothing.
 
-    >>> cell("run: bool = True\\nx = 'a=b'")
+    >>> assignments("run: bool = True\\nx = 'a=b'")
     [('run', 'bool', 'True'), ('x', None, "'a=b'")]
     """
     import ast
@@ -269,7 +269,7 @@ def waits(source: str) -> bool:
     >>> waits("run: bool = False  # True: press Run once"), waits("run: bool = True")
     (True, False)
     """
-    return any(name == "run" and default == "False" for name, _, default in cell(source))
+    return any(name == "run" and default == "False" for name, _, default in assignments(source))
 
 
 def _stored_needed(run: Any, source: str) -> bool:

@@ -59,10 +59,3 @@ def format_doctor(rows: list[dict]) -> str:
             "" if row["installed"] else f"install: {row['install']}")
         lines.append(f"{row['tool']:8} {'yes' if row['installed'] else 'NO':9}  {version:40}  {how}")
     return "\n".join(lines)
-
-
-def doctor_exit() -> int:
-    """Print the table; 0 when every driver is there, 1 when one is missing."""
-    rows = doctor()
-    print(format_doctor(rows))
-    return 0 if all(r["installed"] for r in rows if r["kind"] == "driver") else 1

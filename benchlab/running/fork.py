@@ -10,7 +10,7 @@ gives what a comparison keeps of it: its windows, and a failed record in place o
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from .spec import RunSpec
 from .verify import verified
 from .warmup import resume, warm_up
 from .window import files, now
+
+log = logging.getLogger(__name__)
 
 #: What fails a fork without failing its comparison: its server, its answer, its load tool.
 FAILURES = (ServerError, VerifyError, LoadError)
@@ -45,7 +47,7 @@ def launch(spec: RunSpec, run_id: str, log_path: Path, *, backend=None, **change
 class Fork:
     """One server process and its windows ``[(folder, run id), ...]``. An ``instance`` given (a shared server) is
     used as it is and left running; ``on_phase`` hears each step's name, ``on_slice`` each warm-up slice, ``echo``
-    each one-line note (stderr by default)."""
+    each one-line note (the ``benchlab`` log's warnings by default)."""
 
     def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
                  on_phase=None, on_slice=None, instance=None, echo=None):
@@ -53,8 +55,8 @@ class Fork:
         self.repeat, self.suite, self.label, self.key = repeat, suite, label, spec.cell_key()
         self.phase = on_phase or (lambda name: None)
         self.on_slice = on_slice
-        #: where its one-line notes go (waiting for cores or for quiet, a retake): a notebook's bar, or stderr
-        self.echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+        #: where its one-line notes go (waiting for cores or for quiet, a retake, its failure): a bar, or the log
+        self.echo = echo or log.warning
         self.instance, self.owned = instance, instance is None
         self.records: list[Run] = []        # the windows stored so far
         self.retaken: list[Run] = []        # the disturbed windows measured again, kept beside them
@@ -161,6 +163,13 @@ class Fork:
             self.stop()
         return self.error is None
 
+    @property
+    def pinned(self) -> tuple[int, ...]:
+        """The cores this fork holds on this machine while it runs (:func:`benchlab.store.locks.cores`): its
+        server's and its load's, none when its server runs on another docker engine."""
+        spec = self.spec
+        return () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
+
     def alive(self) -> bool:
         """Whether the fork is going and has windows left to measure."""
         return self.error is None and len(self.records) < len(self.windows)
@@ -179,7 +188,7 @@ class Fork:
                      error=f"{type(exc).__name__}: {exc}", suite=self.suite, label=self.label, key=self.key,
                      started_at=self.started_at, finished_at=now(), files=files(run_dir), directory=str(run_dir))
         save(broken, run_dir)
-        print(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        self.echo(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}")
         return [*self.records, *self.retaken, broken]
 
     def died(self) -> ServerError:
@@ -201,9 +210,7 @@ def whole(fork: Fork) -> Fork:
     """A fork as ``interleave="forks"`` takes it: holding its cores, started, warmed, its windows back to back,
     stopped; its outcome is on it (:meth:`Fork.stored`). The fork's ``echo`` hears the line that says it waits for
     its cores (:func:`benchlab.store.locks.cores`)."""
-    spec = fork.spec
-    pinned = () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
-    with locks.cores(pinned, echo=fork.echo) as waited:
+    with locks.cores(fork.pinned, echo=fork.echo) as waited:
         fork.waited = waited
         with fork:
             if fork.step(fork.start) and fork.step(fork.warm):

@@ -211,7 +211,7 @@ def execute(spec, driver, url: str, run_dir: Path, *, monitor, on_start=None) ->
         try:
             results[i] = drivers.execute(driver, url, spec.scenario, g.load, cpus=g.cpus, workdir=run_dir / g.folder,
                                          phase="measure", monitor=watches[i], runner=runner)
-        except BaseException as exc:  # noqa: BLE001 - told to the caller below
+        except BaseException as exc:  # told to the caller below
             errors[i] = exc
             barrier.abort()  # the others do not start, or have started and end at their duration
 

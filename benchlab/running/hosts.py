@@ -13,8 +13,8 @@ it (:func:`run`); the rounds it finished are kept. See docs/scale-out.md.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -24,6 +24,8 @@ from ..errors import BenchlabError, ServerError, UsageError
 from . import stored
 from .options import Comparison
 from .spec import RunSpec
+
+log = logging.getLogger(__name__)
 
 #: What a host's engine may be: a socket, TCP (with TLS: DOCKER_TLS_VERIFY and DOCKER_CERT_PATH) or ssh.
 SCHEMES = ("unix://", "tcp://", "ssh://", "npipe://")
@@ -229,7 +231,7 @@ def run(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
         for thread in threads:
             thread.join()
     except BaseException:
-        print(f"benchlab: stopping after the rounds under way on {len(machines)} hosts", file=sys.stderr, flush=True)
+        log.warning(f"benchlab: stopping after the rounds under way on {len(machines)} hosts")
         with queue.lock:
             queue.stop = True  # the rounds under way end; none starts after them
             queue.lock.notify_all()
@@ -249,7 +251,7 @@ def _work(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
     :func:`run` (a thread's own exception would be lost, and the other hosts would wait for its round)."""
     try:
         _rounds_on(machine, queue, plan, play, keep, pool, bar)
-    except BaseException as exc:
+    except BaseException as exc:  # raised by run(), in the caller's thread
         with queue.lock:
             queue.errors.append(exc)
             queue.stop = True
@@ -270,8 +272,8 @@ def _rounds_on(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> Non
                 failure = exc
             if (failure is not None or any(r.status == "failed" for r in runs)) and not alive(machine):
                 clear(planned)
-                print(f"benchlab: host {machine.name} stopped answering during round {repeat}: the round runs "
-                      "again on the other hosts", file=sys.stderr, flush=True)
+                log.warning(f"benchlab: host {machine.name} stopped answering during round {repeat}: the round runs "
+                            "again on the other hosts")
                 queue.done(back=(repeat, specs), lost=machine)
                 return
             if failure is None:

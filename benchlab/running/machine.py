@@ -15,12 +15,13 @@ when the window was disturbed.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from dataclasses import dataclass
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+log = logging.getLogger(__name__)
 
 #: A group of cores and the role of the run that runs there.
 GROUPS = ("server", "load")
@@ -267,7 +268,7 @@ def wait_quiet(groups: dict[str, tuple[int, ...]], own: set[int], *, limit: floa
                look: float = LOOK, echo=None) -> dict:
     """Look at the cores for ``look`` seconds; while other processes take more than ``share`` of a group,
     say so in one line and look again, for at most ``limit`` seconds. ``{"waited_s", "quiet", "shares"}``."""
-    say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = echo or log.warning
     began = time.monotonic()
     shares = others_share(groups, own, look)
     said = False

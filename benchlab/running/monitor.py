@@ -167,7 +167,7 @@ class Monitor:
             if self.on_tick is not None:
                 try:
                     self.on_tick(round(time.monotonic() - self._t0, 3))
-                except Exception:  # noqa: BLE001 - a live view's trouble never stops a measurement
+                except Exception:  # a live view's trouble never stops a measurement
                     self.on_tick = None
             self._read_counters()
 

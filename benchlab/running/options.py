@@ -16,8 +16,9 @@ import dataclasses
 import difflib
 import functools
 import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from ..errors import UsageError
 from ..schema import (
@@ -35,6 +36,25 @@ from ..schema import (
     Restart,
     Warming,
 )
+
+if TYPE_CHECKING:
+    from .servers import Server
+
+#: How the command line reads an option's value (:class:`Option`), and whose option it is.
+OptionKind = Literal["text", "int", "float", "bool", "texts", "ints", "floats", "repeat", "count"]
+Where = Literal["run", "compare", "both"]
+
+#: The options that take one value or several (a list in Python, comma-separated or repeated at the command line):
+#: cores are a core, a text such as "0-3" or "0,2", or a list of cores; None leaves the default.
+Cores = int | str | Sequence[int] | None
+Texts = str | Sequence[str] | None
+Counts = int | Sequence[int] | None
+Rates = float | Sequence[float] | None
+#: A server is a name (a built-in, a variant, a URL) or a :class:`~benchlab.running.servers.Server` of your own
+#: (imported for the type checker only: servers is a heavy import, and "str | 'Server'" fails when it runs).
+ServerList = Union[str, "Server", Sequence[Union[str, "Server"]]]  # noqa: UP007
+#: ``{"java": [17, 25]}``, or the command line's ``"java=17,25"`` texts.
+Factors = Mapping[str, Sequence[str | int | float | bool]] | str | Sequence[str] | None
 
 #: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
 #: quieter machine, not more retakes.
@@ -64,12 +84,12 @@ class Option:
     """
 
     name: str
-    kind: str
-    where: str
+    kind: OptionKind
+    where: Where
     help: str
     choices: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()  # other flags for it, e.g. --factor for --factors
-    default: Any = None
+    default: object = None
     #: the types a notebook's parameters cell allows for it, as papermill reads them: ``Union[str, float]``
     annotation: str = "Union[str, int, float, list, dict, bool, None]"
 
@@ -78,7 +98,7 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
 
-def option(default, kind: str, help: str, *, choices: tuple = (), aliases: tuple = ()) -> Any:
+def option(default, kind: OptionKind, help: str, *, choices: tuple = (), aliases: tuple = ()) -> Any:
     """A field of an options dataclass, with what the command line and the notebooks need to know of it."""
     return field(default=default, metadata={"kind": kind, "help": help, "choices": tuple(choices),
                                             "aliases": tuple(aliases)})
@@ -116,9 +136,9 @@ class RunOptions:
                              "rate load (vegeta -keepalive=false, as a new Gatling user per request does) or a "
                              "duration load (wrk sends Connection: close), and its warm-up too")
     backend: BackendName = option("local", "text", "where the server runs", choices=BACKENDS)
-    server_cpus: Any = option(None, "text", "cores for the server, e.g. 0 or 0-3 (default: the first half)")
-    load_cpus: Any = option(None, "text", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)")
-    jvm_opts: Any = option((), "repeat", "a JVM option for the Spring servers (others beside them run as they are), "
+    server_cpus: Cores = option(None, "text", "cores for the server, e.g. 0 or 0-3 (default: the first half)")
+    load_cpus: Cores = option(None, "text", "cores for the load generator, e.g. 1 or 4-7 (default: the rest)")
+    jvm_opts: Texts = option((), "repeat", "a JVM option for the Spring servers (others beside them run as they are), "
                                          "once per option, e.g. --jvm-opts=-Xmx512m")
     java: str | None = option(None, "text", "the java binary of the server (default: java on PATH)")
     cds: bool = option(True, "bool", "start the built-in servers from a Class Data Sharing archive (half the startup)")
@@ -132,7 +152,7 @@ class RunOptions:
                                     "eclipse-temurin:17-jre")
     load_in_container: bool = option(False, "bool", "docker: run wrk in its own container")
     load_docker_host: str | None = option(None, "text", "docker: the engine of wrk's container")
-    load_hosts: Any = option(None, "texts", "several load generators for one load, comma separated: each local (a "
+    load_hosts: Texts = option(None, "texts", "several load generators for one load, comma separated: each local (a "
                              "process on its share of load_cpus) or a docker engine url (wrk in a container there); "
                              "wrk's connections or vegeta's rate split across them, started together, their counts "
                              "and latency histograms merged (docs/generators.md)")
@@ -153,14 +173,14 @@ class Comparison:
     ``interleave`` left None are chosen: 3, 1 and "forks", or with a ``budget`` "auto", "auto" and "windows"
     (:meth:`design`)."""
 
-    servers: Any = option(DEFAULT_SERVERS, "texts", "the servers to compare, comma separated; the first is the "
+    servers: ServerList = option(DEFAULT_SERVERS, "texts", "the servers to compare, comma separated; the first is the "
                           "baseline; nginx and go-nethttp beside Spring servers show the machine's ceiling")
-    scenarios: Any = option(None, "texts", "one or more scenarios, comma separated (default: hello, and a custom "
+    scenarios: Texts = option(None, "texts", "one or more scenarios, comma separated (default: hello, and a custom "
                             "server at its own path)")
-    connections: Any = option((200,), "ints", "one or more connection counts, comma separated")
-    users: Any = option(None, "ints", "count model: users per cell, comma separated (pairs with --loops)")
-    loops: Any = option(None, "ints", "count model: loops per cell, comma separated (pairs with --users)")
-    rates: Any = option(None, "floats", "rate model: requests per second per cell, comma separated")
+    connections: Counts = option((200,), "ints", "one or more connection counts, comma separated")
+    users: Counts = option(None, "ints", "count model: users per cell, comma separated (pairs with --loops)")
+    loops: Counts = option(None, "ints", "count model: loops per cell, comma separated (pairs with --users)")
+    rates: Rates = option(None, "floats", "rate model: requests per second per cell, comma separated")
     repeats: int | str | None = option(None, "count", "forks per server and cell, interleaved; auto: until "
                                        "precision is reached (default: 3, or auto with --budget)")
     windows: int | str | None = option(None, "count", "measured windows per fork (a server process warmed once; "
@@ -182,16 +202,16 @@ class Comparison:
                               "kept for all its forks (each-run, the old spelling, is read as each-fork)",
                               choices=RESTARTS)
     baseline: str | None = option(None, "text", "the server the others are compared with (default: the first)")
-    factors: Any = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
+    factors: Factors = option(None, "repeat", "a factor crossed with every server, once per factor, e.g. --factor "
                           "virtual_threads=false,true --factor java=17,25 (java, virtual_threads, max_threads, gc, "
                           "heap, aot, server_cpus)", aliases=("--factor",))
-    hosts: Any = option(None, "texts", "machines to run whole rounds on at once, each a docker engine url or a pair "
+    hosts: Texts = option(None, "texts", "machines to run whole rounds on at once, each a docker engine url or a pair "
                         "server-engine+load-engine, comma separated; implies the docker backend (docs/scale-out.md)")
     borrow: bool = option(True, "bool", "a verdict of fewer rounds than the signed rank needs (6 at alpha 0.05) "
                           "borrows strength for its fork variance: from the cell's other servers and this machine's "
                           "stored comparisons, and says so (docs/statistics.md); --no-borrow judges each pair on its "
                           "own forks")
-    history: Any = option(None, "texts", "results folders whose comparisons are the history borrow reads, comma "
+    history: Texts = option(None, "texts", "results folders whose comparisons are the history borrow reads, comma "
                           "separated (default: the results root's); only runs measured on this machine are read")
     run: RunOptions = field(default_factory=RunOptions)
 
@@ -225,29 +245,31 @@ def _known(cls, given: dict, what: str) -> dict:
     return given
 
 
-#: The types a parameters cell gives an option whose field is typed ``Any``, by how the command line reads it.
+#: The types a parameters cell gives an option of one value or several (typed by one of the aliases above), by how
+#: the command line reads it: papermill and the notebook's check read these, not the aliases.
 _LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
           "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
 #: The closed sets are text in a notebook.
 _WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str",
-          "Warming": "str", "Any": "Any"}
+          "Warming": "str"}
+_SEVERAL = ("Cores", "Texts", "Counts", "Rates", "ServerList", "Factors")
 
 
-def _annotation(typed: str, kind: str) -> str:
+def _annotation(typed: str, kind: OptionKind) -> str:
     """``"int | str | None"`` as a notebook writes it: ``"Union[int, str, None]"``.
 
-    >>> _annotation("str | float", "text"), _annotation("int", "int"), _annotation("Any", "ints")
+    >>> _annotation("str | float", "text"), _annotation("int", "int"), _annotation("Counts", "ints")
     ('Union[str, float, int]', 'int', 'Union[int, list, None]')
     """
-    parts = [_WORDS.get(part.strip(), part.strip()) for part in str(typed).split("|")]
-    if parts == ["Any"]:
+    if typed in _SEVERAL:
         return _LOOSE[kind]
+    parts = [_WORDS.get(part.strip(), part.strip()) for part in str(typed).split("|")]
     if "float" in parts and "int" not in parts:  # a whole number is a number of seconds too
         parts.insert(parts.index("float") + 1, "int")
     return parts[0] if len(parts) == 1 else f"Union[{', '.join(parts)}]"
 
 
-def _declared(cls, where: str, shadowed=frozenset()) -> list[Option]:
+def _declared(cls, where: Where, shadowed=frozenset()) -> list[Option]:
     return [Option(f.name, f.metadata["kind"], "run" if f.name in shadowed else where, f.metadata["help"],
                    f.metadata["choices"], f.metadata["aliases"],
                    f.default if f.default is not dataclasses.MISSING else None,

@@ -157,7 +157,7 @@ class PerfData:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except Exception:  # a finalizer never raises: at interpreter exit even os may be gone
             pass
 
 
@@ -270,7 +270,7 @@ def _self_and_children(pid: int) -> list[int]:
         import psutil
 
         return [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
-    except Exception:
+    except Exception:  # no psutil, or the process ended or is not ours to read: the JVM's own pid is enough
         return [pid]
 
 

@@ -53,7 +53,7 @@ class Pool:
             try:
                 stale = self.started.pop(key)
                 stale.stop()
-            except Exception as failure:  # noqa: BLE001 - raised below, once all are stopped
+            except Exception as failure:  # raised below, once all are stopped
                 failures.append(failure)
         if failures:
             raise failures[0]

@@ -9,10 +9,12 @@ neither a terminal nor a notebook (a log file, CI) it writes one plain line per 
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
 FIRST_GUESS_OVERHEAD = 15.0
+log = logging.getLogger(__name__)
 
 #: The bar without tqdm's own rate and remaining time: the description carries benchlab's line and ETA.
 BAR_FORMAT = "|{bar:20}| {desc}"
@@ -122,14 +124,17 @@ class Progress:
         self._show()
 
     def waiting(self, line: str) -> None:
-        """Another benchlab holds the cores (:func:`benchlab.store.locks.cores` says so), or other processes are
-        busy on them, or a line that tells what a window did: in the bar's description where there is a bar or a
-        listener, else on stderr as the lock says it. A wait is said once, so it says since when; the run's clock
-        stops until its next phase (the wait is not the run's), and the ETA is said as counting from then."""
+        """A fork's one-line note (another benchlab holds the cores, others are busy on them, a window is
+        retaken, the fork failed): in the bar's description where there is a bar or a listener, else in the
+        ``benchlab`` log, as the fork says it without a bar. Above a terminal's bar the line also stays, as it
+        does in a log file. A wait is said once, so it says since when; the run's clock stops until its next phase
+        (the wait is not the run's), and the ETA is said as counting from then."""
         if self._bar is None and self.listener is None:
-            print(line, file=sys.stderr, flush=True)
+            log.warning(line)
             return
         self._waited()
+        if self._bar is not None and not _in_notebook():  # in a notebook, the widget's description is the place
+            self._bar.write(line, file=sys.stderr)
         self.stage = line.removeprefix("benchlab: ")
         if "waiting" in line:  # not a line that only tells (a window set aside to be measured again)
             self._wait_began = time.monotonic()

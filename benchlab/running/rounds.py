@@ -54,9 +54,7 @@ def run(forks: list[Fork], *, deadline: float | None = None, echo=None) -> list[
 def together(forks: list[Fork], *, echo=None) -> Iterator[list[Fork]]:
     """The forks started and warmed in turn and the ones that waited resumed, holding the round's cores; every
     fork is stopped when the block ends, however it ends."""
-    pinned = sorted({c for f in forks if not f.spec.backend_options.get("docker_host")
-                     for c in (*f.spec.server_cpus, *f.spec.load_cpus)})
-    with locks.cores(pinned, echo=echo) as waited:
+    with locks.cores(sorted({c for f in forks for c in f.pinned}), echo=echo) as waited:
         try:
             for fork in forks:
                 fork.waited = waited

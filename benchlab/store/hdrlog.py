@@ -269,7 +269,7 @@ def _intervals(path) -> list:
         while True:
             try:
                 interval = reader.get_next_interval_histogram()
-            except Exception as exc:  # noqa: BLE001 (see the docstring)
+            except Exception as exc:  # see the docstring
                 raise ResultsError(f"{path}: interval {len(found) + 1} is not an HdrHistogram ({_why(exc)}): the "
                                    "log is damaged, or not an HdrHistogram log") from None
             if interval is None:
@@ -306,7 +306,7 @@ def _added(path, intervals: list):
                               max(h.significant_figures for h in intervals))
         for interval in intervals:
             merged.add(interval)
-    except Exception as exc:  # noqa: BLE001 (settings read from the file: any failure is its damage)
+    except Exception as exc:  # settings read from the file: any failure is its damage
         raise ResultsError(f"{path}: its intervals cannot be added ({_why(exc)}): the log is damaged") from None
     return merged
 

@@ -1,4 +1,4 @@
-"""Locks between benchlab processes, and what else ran on a run's cores.
+"""Locks between benchlab processes, and the busy seconds of a run's cores.
 
 One writer per results directory
     a file named after the resolved ``results_dir`` in the machine's lock folder (:func:`results_lock`, so
@@ -18,21 +18,17 @@ One run per pinned core, machine-wide
     then runs as soon as the cores are free, and never beside another on the same cores. The cores are
     taken all at once or not at all, so two processes cannot each hold half of what the other needs.
 
-What else was busy on the cores
-    :func:`cpu_seconds` reads the kernel's per-core counters (``/proc/stat``); a run records the busy CPU
-    seconds of its cores over the measurement, its own processes' CPU seconds (the server's, from its
-    process, and the load tool's, as a reaped child) and the difference: what anything else on the
-    machine, or the kernel's own work for the run (interrupts, softirqs of the loopback traffic), took on
-    those cores. It is an upper bound on interference, not a measurement of it; a share of a few percent is
-    the kernel's work for the run itself.
+The busy seconds of the cores
+    :func:`cpu_seconds` reads the kernel's per-core counters (``/proc/stat``): the busy CPU seconds of a run's
+    cores over its window, beside which the window (:mod:`benchlab.running.window`) records what the run's own
+    processes and the others took, from its series.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
-import resource
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -42,6 +38,7 @@ from ..errors import UsageError
 
 RESULTS_LOCK = "results-{key}.lock"  # in the machine's lock folder: a results_dir gets no file of benchlab's own
 _TICKS = os.sysconf("SC_CLK_TCK")
+log = logging.getLogger(__name__)
 
 
 def _holder(fd: int) -> str:
@@ -108,9 +105,10 @@ def _cores_folder() -> Path:
 @contextmanager
 def cores(cpus, *, poll: float = 0.2, echo=None):
     """Hold the machine-wide lock of every core in ``cpus`` for the block, waiting while another benchlab
-    process holds any of them (said once, through ``echo``: stderr by default). Yields the seconds waited."""
+    process holds any of them (said once, through ``echo``: the ``benchlab`` log's warnings by default). Yields
+    the seconds waited."""
     wanted = sorted(set(cpus or ()))
-    say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = echo or log.warning
     folder = _cores_folder() if wanted else None  # None: no core to lock
     held: list[int] = []
     began, said = time.monotonic(), False
@@ -155,34 +153,3 @@ def cpu_seconds(cpus) -> float:
                 ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
                 busy += sum(ticks) - ticks[3] - ticks[4]
     return busy / _TICKS
-
-
-def own_seconds(pid: int | None) -> float | None:
-    """CPU seconds of the server (``pid``, None when benchlab has no process of it) plus every reaped child
-    of benchlab (the load tool), now; a difference of two calls is what the run's own processes used."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = children.ru_utime + children.ru_stime
-    if pid is None:
-        return None
-    try:
-        import psutil
-
-        times = psutil.Process(pid).cpu_times()
-    except Exception:  # noqa: BLE001 - the server is gone or not ours to read: nothing to say of its share
-        return None
-    return total + times.user + times.system
-
-
-def interference(cpus, seconds: float, busy: float, own: float | None, waited: float) -> dict:
-    """What a run records of its cores: ``{"cores", "waited_s", "busy_cpu_s", "own_cpu_s", "other_cpu_s",
-    "other_share"}``; ``other_share`` is the other CPU seconds over the cores' capacity in the time.
-
-    >>> interference([0, 1], 10.0, 12.0, 11.0, 0.0)["other_share"]
-    0.05
-    """
-    other = None if own is None else max(0.0, busy - own)
-    capacity = seconds * len(cpus)
-    return {"cores": sorted(cpus), "waited_s": round(waited, 3), "busy_cpu_s": round(busy, 3),
-            "own_cpu_s": None if own is None else round(own, 3),
-            "other_cpu_s": None if other is None else round(other, 3),
-            "other_share": None if other is None or capacity <= 0 else round(other / capacity, 4)}

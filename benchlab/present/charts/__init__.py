@@ -29,7 +29,7 @@ Example
 from __future__ import annotations
 
 from .factors import interaction
-from .frames import NINES_TICKS, describe, machine, nines
+from .frames import NINES_TICKS, describe, machine, machine_of, nines
 from .load import latency, rate_sweep, sweep, throughput
 from .reference import published
 from .series import series
@@ -50,6 +50,7 @@ __all__ = [
     "interaction",
     "describe",
     "machine",
+    "machine_of",
     "NINES_TICKS",
     "nines",
 ]

@@ -189,6 +189,16 @@ def machine(metadata: Mapping) -> str:
     return ", ".join(parts)
 
 
+def machine_of(records: Iterable) -> str:
+    """One line naming the machine stored runs were measured on: :func:`machine` of the first finished run's
+    metadata (a failed run may have stopped before its machine was read).
+
+    >>> machine_of([])
+    'unknown CPU'
+    """
+    return machine(next((r.metadata for r in records if r.status == "ok"), {}))
+
+
 def values(frame: pd.DataFrame, column: str) -> list:
     if column not in frame.columns:
         return []

@@ -147,7 +147,7 @@ class DockerInstance:
             except requests.exceptions.RequestException:
                 time.sleep(0.1)  # the wait timed out (the container still runs) or the engine hiccuped
                 continue
-            except Exception:
+            except Exception:  # the engine says the container is gone (removed, or lost): it has exited
                 break
         self._exited.set()
 
@@ -174,7 +174,7 @@ class DockerInstance:
 
         try:
             pid = self.client.api.inspect_container(self.container.id)["State"]["Pid"]
-        except Exception:
+        except Exception:  # an engine that cannot say (the container gone, the engine elsewhere): no counters
             return None
         return PerfData.find(pid) if pid else None
 
@@ -198,7 +198,7 @@ class DockerInstance:
     def _save_log(self) -> str:
         try:
             log = self.container.logs(stdout=True, stderr=True).decode(errors="replace")
-        except Exception as exc:
+        except Exception as exc:  # only NotFound is kept (docker is imported when first used, by is_not_found)
             if not is_not_found(exc):
                 raise
             return Path(self.launch.log_path).read_text(errors="replace") if Path(self.launch.log_path).exists() else ""
@@ -218,7 +218,7 @@ class DockerInstance:
             self._save_log()
             state = self.client.api.inspect_container(container.id)["State"]
             self.metadata.update(exit_code=state.get("ExitCode"), oom_killed=state.get("OOMKilled"))
-        except Exception as exc:
+        except Exception as exc:  # only NotFound is kept: a container already gone is stopped
             if not is_not_found(exc):
                 raise
         finally:

@@ -128,6 +128,6 @@ def remove(client, container, name: str) -> None:
     """Remove a container by its id, or by its exact name when an interrupt came before the id was known."""
     try:
         (container or client.containers.get(name)).remove(force=True)
-    except Exception as exc:
+    except Exception as exc:  # only a container already gone, or already being removed, is kept
         if not is_not_found(exc) and "already in progress" not in str(exc):
             raise
