@@ -76,6 +76,8 @@ def test_a_busy_loop_just_before_a_window_makes_benchlab_wait_for_quiet(tmp_path
     last = fork.records[2]
     assert last.metrics["quiet_wait_s"] >= 1.0, last.metrics
     assert "waiting up to" in caplog.text, "it says, in one line of the benchlab log, that it waits"
+    assert "(sh (PID" in caplog.text, f"and names who is busy: {caplog.text}"
+    assert "sh (PID" in last.metadata["cores"]["quiet"]["others"], "and keeps it with the window"
     assert last.metrics["other_server_s"] == 0, "it measured once the cores were quiet"
 
 

@@ -70,9 +70,9 @@ class History:
     """Stored variances of this machine, read once, lazily, from ``paths`` (None: the results root), the runs of
     ``exclude`` (the sitting's own suites) left out."""
 
-    def __init__(self, paths: Sequence[Path] | None, *, host: tuple | None, exclude: Iterable[str] = ()):
+    def __init__(self, paths: Sequence[Path] | None, *, machine: tuple | None, exclude: Iterable[str] = ()):
         self.paths = paths
-        self.host = host
+        self.machine = machine
         self.exclude = set(exclude)
         self.skipped: list[str] = []
         self._variances: list[dict] | None = None
@@ -80,7 +80,7 @@ class History:
     def variances(self) -> list[dict]:
         """``{"suite", "metric", "paired", "s2", "d", "forks"}`` per stored comparison, cell and metric."""
         if self._variances is None:
-            self._variances = [] if self.host is None else _measured(self._records())
+            self._variances = [] if self.machine is None else _measured(self._records())
         return self._variances
 
     def _records(self) -> list[Run]:
@@ -94,7 +94,7 @@ class History:
                 self.skipped.append(str(exc).splitlines()[0])
                 continue
             self.skipped.extend(damaged)
-            found.extend(r for r in runs if r.suite not in self.exclude and machine(r) == self.host)
+            found.extend(r for r in runs if r.suite not in self.exclude and machine(r) == self.machine)
         return found
 
     def prior(self, metric: str, paired: bool) -> Prior | None:

@@ -269,17 +269,20 @@ def wait_quiet(groups: dict[str, tuple[int, ...]], own: set[int], *, limit: floa
     """Look at the cores for ``look`` seconds; while other processes take more than ``share`` of a group,
     say so in one line and look again, for at most ``limit`` seconds. ``{"waited_s", "quiet", "shares"}``."""
     say = echo or log.warning
-    began = time.monotonic()
+    began, first = time.monotonic(), snapshot()
     shares = others_share(groups, own, look)
-    said = False
+    said, who = False, ""
     while max(shares.values(), default=0.0) > share and time.monotonic() - began < limit:
         if not said:
             busy = ", ".join(f"the {name}'s cores {','.join(map(str, groups[name]))} {value:.0%}"
                              for name, value in shares.items() if value > share)
-            say(f"benchlab: other processes are busy on {busy}: waiting up to {limit:.0f} s for them before "
-                "measuring")
+            # who, from /proc over the look: a process of the run's own that is not in ``own`` is named too
+            who = named(busiest(first, snapshot(), own=own, cpus=[c for g in groups.values() for c in g],
+                                least=0.01))
+            say(f"benchlab: other processes are busy on {busy}{f' ({who})' if who else ''}: waiting up to "
+                f"{limit:.0f} s for them before measuring")
             said = True
         shares = others_share(groups, own, max(look, 1.0))
     quiet = max(shares.values(), default=0.0) <= share
     return {"waited_s": round(time.monotonic() - began - look, 3) if said else 0.0, "quiet": quiet,
-            "shares": {k: round(v, 4) for k, v in shares.items()}}
+            "shares": {k: round(v, 4) for k, v in shares.items()}, **({"others": who} if who else {})}

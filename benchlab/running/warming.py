@@ -16,8 +16,10 @@ threads the load keeps runnable, and the compile queue drained only as fast as t
 - ``"shared"``: the compiler shares the core with the request threads as the scheduler sees fit (before
   ``warming`` existed, the only way).
 
-A shortcut that moved the compiler threads onto the load's core changed the steady state (Undertow 0.955 [0.928,
-0.984] of a JVM warmed on its own core, Tomcat 1.054 [1.015, 1.095]): these keep them where they are.
+A shortcut that let the compiler threads use the load's core while priming (4 rounds a server, windows in turn with
+a partner's; ``benchmarks/shortcuts.py`` at commit 63afcaa) primed Undertow in 30-35 s instead of 91-106 s, but its
+steady throughput came out 0.955 [0.928, 0.984] of a JVM primed on its own core, and Tomcat's 1.054 [1.015, 1.095]
+(90% intervals): these keep the compiler threads where they are.
 ``benchmarks/warmup_protocols.py`` measures each against a long full-load warm-up; ``docs/warm-up.md`` has the
 figures and why the default is what it is.
 """

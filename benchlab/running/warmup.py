@@ -301,11 +301,8 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
     (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
 
-    Priming is not sped up by letting the compiler threads use the load core: measured here (4 rounds a
-    server, each fork's 12 windows taken in turn with its partner's; ``benchmarks/shortcuts.py`` at commit
-    63afcaa), that primed Undertow in 30-35 s instead of 91-106 s, but its steady throughput came out 0.955
-    [0.928, 0.984] of a JVM primed on its own core, and Tomcat's 1.054 [1.015, 1.095] (90% intervals): how fast
-    the JIT compiles changes what it compiles.
+    Each slice makes room for the JIT as ``load.warming`` says (:mod:`benchlab.running.warming`, which also says
+    why the compiler threads stay on the server's core).
     """
     began = time.monotonic()
     start = {"t": 0.0, "rps": None, "p99": None, **_counters(perfdata)}
