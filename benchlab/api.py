@@ -181,7 +181,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
     rule = Rule(repeats=chosen_repeats, windows=chosen_windows, precision=comparison.precision,
                 baseline=_baseline(comparison.baseline, names),
-                interleave=chosen_interleave, budget=Budget(limit) if limit else None)
+                interleave=chosen_interleave, budget=Budget(limit) if limit else None,
+                borrow=comparison.borrow, history=comparison.history)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:

@@ -333,3 +333,25 @@ def test_windows_auto_judged_by_round_takes_the_forks_spread_beyond_their_round(
     assert paired["windows"] > apart["windows"] and "beyond their round" in paired["why"]
     assert precision.Rule(repeats=6, windows="auto", precision=0.03, baseline="a").paired
     assert not precision.Rule(repeats=5, windows="auto", precision=0.03, baseline="a").paired
+
+
+def test_with_borrowing_the_budgets_widest_is_the_verdicts_own_interval(tmp_path):
+    # The budget said "+/-104%" beside verdicts that borrowed strength: one rule, one interval. Three servers in
+    # two rounds of one sitting, no history (an empty folder): the fork variance is pooled over the servers.
+    from benchlab import Suite
+    from benchlab.analysis import precision
+
+    wobble = {("a", 1): 1.00, ("a", 2): 1.02, ("b", 1): 1.01, ("b", 2): 1.00, ("c", 1): 0.99, ("c", 2): 1.02}
+    records = [_record(s, r, base * wobble[s, r], suite="one") for r in (1, 2)
+               for s, base in (("a", 1000), ("b", 1500), ("c", 1200))]
+    own = precision.widest(records, "a")
+    borrowed = precision.widest(records, "a", borrow=True, history=[str(tmp_path)])
+    suite = Suite(records, baseline="a")
+    suite.borrow, suite.history = True, [str(tmp_path)]
+    judged = suite.verdicts("rps")
+    assert any("pooled over 3 servers" in v for v in judged["verdict"]), judged["verdict"].tolist()
+    halves = [max(h / c - 1, 1 - lo / c) for c, lo, h in
+              zip(judged["change"] + 1, judged["change_low"] + 1, judged["change_high"] + 1)]
+    assert borrowed == max(halves), "the widest is the widest verdict's, not an interval of its own"
+    assert borrowed < own, f"{borrowed:.3f} against {own:.3f} from each pair alone"
+    assert precision.widest(records[:1], "a", borrow=True) == float("inf"), "one fork: nothing to judge"

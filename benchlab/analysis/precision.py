@@ -48,12 +48,16 @@ def _cells(records) -> dict[str, dict[str, pd.DataFrame]]:
             for cell, servers in _windows(records).items()}
 
 
-def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
+def widest(records, baseline: str, *, alpha: float = 0.05, borrow: bool = False, history=None) -> float:
     """The widest relative half-width among the cells' rps ratios to ``baseline`` (the mean's, alone), each
-    paired by round where the forks share rounds (:func:`benchlab.analysis.cells.rounds`), as the summary judges.
+    paired by round where the forks share rounds (:func:`benchlab.analysis.cells.rounds`), as the summary judges;
+    with ``borrow``, the verdicts' own intervals (:func:`judged_widest`).
 
     ``inf`` while some interval is missing or unbounded: fewer than 2 repeats, or failed ones.
     """
+    judged = judged_widest(records, baseline, alpha=alpha, history=history) if borrow else None
+    if judged is not None:
+        return judged
     worst = 0.0
     for servers in _cells(records).values():
         base = servers.get(baseline, pd.DataFrame(columns=["suite", "repeat", "rps"]))
@@ -71,9 +75,31 @@ def widest(records, baseline: str, *, alpha: float = 0.05) -> float:
     return worst
 
 
-def enough(records, baseline: str, precision: float, *, alpha: float = 0.05) -> bool:
+def judged_widest(records, baseline: str, *, alpha: float = 0.05, history=None) -> float | None:
+    """The widest relative half-width of the rps verdicts against ``baseline`` as the comparison prints them: the
+    one validity rule, and strength borrowed for the fork variance where the rounds are few
+    (:mod:`benchlab.analysis.borrow`, ``history`` its folders), so the budget's "widest" is the verdicts' own.
+    ``inf`` while some pair is not judged or its interval is unbounded; None where there is no pair (one server:
+    :func:`widest` judges its mean alone)."""
+    from .suite import Suite  # the Suite reads the history once and judges as compare()'s caller sees it
+
+    suite = Suite(list(records), baseline=baseline)
+    suite.borrow, suite.history = True, history
+    judged = suite.verdicts("rps", baseline, alpha=alpha)
+    if judged.empty:
+        return None
+    worst = 0.0
+    for centre, low, high in zip(judged["change"] + 1, judged["change_low"] + 1, judged["change_high"] + 1):
+        if any(not math.isfinite(v) for v in (centre, low, high)) or centre <= 0:
+            return math.inf
+        worst = max(worst, high / centre - 1, 1 - low / centre)
+    return worst
+
+
+def enough(records, baseline: str, precision: float, *, alpha: float = 0.05, borrow: bool = False,
+           history=None) -> bool:
     """True when every ratio's interval lies within +/- ``precision`` of the ratio."""
-    return widest(records, baseline, alpha=alpha) <= precision
+    return widest(records, baseline, alpha=alpha, borrow=borrow, history=history) <= precision
 
 
 # --- the design: how many windows a fork, from what forks and windows cost and how much each varies ----------
@@ -244,8 +270,9 @@ class Rule:
     """
 
     def __init__(self, *, repeats, windows, precision: float, baseline: str, interleave: Interleave = "forks",
-                 budget=None):
+                 budget=None, borrow: bool = False, history=None):
         self.by_precision, self.by_design = repeats == AUTO, windows == AUTO
+        self.borrow, self.history = borrow, history  # the widest interval is the verdicts' own, borrowing as they do
         self.budget = budget
         self.interleave = interleave
         self.windows_a_fork, self.precision, self.baseline = windows, precision, baseline
@@ -267,7 +294,8 @@ class Rule:
             if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat) * window_s)):
                 self.stopped_by_budget = True  # what the summary says stopped it, not max_repeats
                 return True
-        return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision)
+        return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision,
+                                                                         borrow=self.borrow, history=self.history)
 
     def windows(self, records, *, repeat: int) -> int:
         """The windows the fork of round ``repeat`` measures."""
@@ -289,10 +317,10 @@ class Rule:
                                                   "comparison ended within its two rounds"}
         if self.by_precision:
             # judged on every record, the last round's too: a rule that ran to max_repeats may have got there
-            reached = enough(records, self.baseline, self.precision)
+            reached = enough(records, self.baseline, self.precision, borrow=self.borrow, history=self.history)
             suite.precision = {"asked": self.precision, "reached": bool(reached),
                                "repeats": max(r.params["repeat"] for r in records),
-                               "widest": widest(records, self.baseline),
+                               "widest": widest(records, self.baseline, borrow=self.borrow, history=self.history),
                                "note": custom.note(custom.attached(records)),
                                # the budget, where it ended the rounds or their forks (its deadline within a round)
                                "budget": bool(self.budget is not None and (
@@ -308,7 +336,7 @@ class Rule:
         fork_s, window_s = costs(records)
         forks = len({(r.params.get("server"), r.params.get("repeat")) for r in records}) / max(rounds, 1)
         round_s = forks * (fork_s + (self.chosen or {}).get("windows", PILOT_WINDOWS) * window_s)
-        wide = widest(records, self.baseline)
+        wide = widest(records, self.baseline, borrow=self.borrow, history=self.history)
         more = budget.forecast(wide, rounds, round_s, self.precision)
         return {"asked_s": self.budget.seconds, "spent_s": round(self.budget.spent, 1), "rounds": rounds,
                 "widest": wide, "more": more, "text": budget.said(self.budget.seconds, self.budget.spent, wide,
