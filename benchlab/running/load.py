@@ -148,9 +148,12 @@ class Load:
 
     @property
     def warmup_seconds(self) -> float:
-        """The warm-up expected, for progress and ETA: a fixed warm-up, or for ``auto`` 200 s, about what a
-        JVM on one core needs here before its compiler is quiet (140-320 s measured)."""
-        return 200.0 if self.warmup == AUTO else float(self.warmup)
+        """The warm-up expected, for progress and ETA: a fixed warm-up, or for ``auto`` what a JVM on one core needs
+        here: 60 s with its compiler first (41-46 s measured, docs/warm-up.md), else 200 s (140-320 s at 200
+        connections)."""
+        if self.warmup != AUTO:
+            return float(self.warmup)
+        return 60.0 if self.warming == "jit-first" else 200.0
 
     @property
     def planned_seconds(self) -> float:
