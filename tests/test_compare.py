@@ -135,7 +135,7 @@ def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(j
     servers = ["spring-tomcat", "spring-jetty"]
     suite = benchlab.compare(servers, ["hello"], [16], repeats=2, windows=3, duration="2s", warmup="1s",
                              results_dir=tmp_path, progress=False)
-    runs = suite.runs
+    runs = suite.runs[suite.runs["status"] != "retaken"]  # a window disturbed on a busy machine is measured again
     assert len(runs) == 12 and (runs["status"] == "ok").all()
     forks = runs.groupby("fork")
     assert forks.ngroups == 4 and (forks.size() == 3).all()
@@ -155,7 +155,13 @@ def test_forks_of_several_windows_warm_once_and_the_statistics_take_fork_means(j
     means = runs.groupby(["server", "fork"], sort=False)["rps"].mean()
     assert summary.loc["spring-tomcat", "mean"] == pytest.approx(means["spring-tomcat"].mean())
     table = suite.table("rps")
-    assert list(table.columns[:2]) == ["fork 1", "fork 2"] and (table["windows"] == 6).all()
+    from benchlab.analysis import validity
+
+    # the every-run table counts the windows the one rule lets in (a 1 s warm-up leaves a JIT compiling: maybe none)
+    standing = suite.runs.assign(standing=validity.standing(suite.runs))
+    used = standing[standing["standing"] == "used"].groupby("server").size()
+    assert list(table.columns[:2]) == ["fork 1", "fork 2"]
+    assert all(table.loc[server, "windows"] == used.get(server, 0) for server in servers), (table, used)
     from benchlab.present import header
 
     assert "2 per server and setup, each a fork of 3 measured windows" in str(header.measured(suite))
@@ -198,7 +204,8 @@ def test_interleaved_windows_keep_a_rounds_forks_running_and_take_their_windows_
     # measured, each named by its run and window; each phase as said
     assert [(s["run"], s["phase"]) for s in slices if s["phase"] == "resume"] == [("spring-tomcat hello c16 r1",
                                                                                   "resume")], slices
-    windows = [s for s in slices if s["phase"] != "resume"]
+    assert [s["phase"] for s in slices if s["phase"] == "fixed"] == ["fixed", "fixed"], "each fixed warm-up's slice"
+    windows = [s for s in slices if s["phase"] not in ("resume", "fixed")]
     assert all(s["phase"] in ("window 1", "window 2", "window 3") and s["rps"] > 0 for s in windows), windows
     assert {s["run"] for s in windows} <= {f"{server} hello c16 r1" for server in servers}
     assert {"spring-tomcat warm-up", "spring-jetty window 3 of 3", "spring-tomcat stop"} <= set(stages), stages
@@ -241,7 +248,7 @@ def test_a_fork_that_dies_in_a_round_fails_alone(tmp_path):
     steady = benchlab.Server.from_command([sys.executable, str(fixture), "{port}", "0"], name="steady", path="/")
     suite = benchlab.compare([steady, dying], ["/"], [4], repeats=1, windows=4, interleave="windows",
                              duration="1s", warmup="1s", results_dir=tmp_path, progress=False)
-    runs = suite.runs
+    runs = suite.runs[suite.runs["status"] != "retaken"]  # a window disturbed on a busy machine is measured again
     mine = runs[runs["server"] == "steady"]
     assert len(mine) == 4 and (mine["status"] == "ok").all()
     died = runs[runs["server"] == "dying"].sort_values("window")
