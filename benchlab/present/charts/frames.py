@@ -303,6 +303,15 @@ def server_color(servers: list[str]) -> alt.Color:
                      legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT, symbolOpacity=1))
 
 
+def server_fill(servers: list[str]) -> alt.Fill:
+    """The fill of a server's marks, with :func:`server_color`'s scale and legend, so Vega-Lite draws the two as one
+    legend (a fill with no legend beside a colour with one is a conflict it warns of in the report)."""
+    import altair as alt
+
+    return alt.Fill("server:N", title="server", scale=alt.Scale(domain=sorted(servers)),
+                    legend=alt.Legend(labelLimit=LEGEND_LABEL_LIMIT, symbolOpacity=1))
+
+
 def facets(frame: pd.DataFrame, order: list[str], column: str = "load_point") -> dict:
     """The facet encodings of a chart of cells: a column per load point (``column``), and a row per scenario only
     where there are several; a lone scenario is named once, above the columns, not as a facet of one value.

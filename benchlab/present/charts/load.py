@@ -20,6 +20,7 @@ from .frames import (
     nines,
     number,
     server_color,
+    server_fill,
     standing,
     tick_labels,
     title,
@@ -181,8 +182,7 @@ def _throughput_marks(table: pd.DataFrame, servers: list[str], metric: str, unit
                         legend=legend),
         # a fork filled with its server's colour, the others hollow: a condition on the fill, not its opacity,
         # which would fill every symbol of the legend black
-        fill=alt.condition(alt.datum.kind == "run", alt.Fill("server:N", scale=alt.Scale(domain=sorted(servers)),
-                                                             legend=None), alt.value("transparent")),
+        fill=alt.condition(alt.datum.kind == "run", server_fill(servers), alt.value("transparent")),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"),
                  alt.Tooltip("value:Q", title=f"{metric}, the fork's mean", format=",.1f"),
                  alt.Tooltip("windows:Q", title="windows"), alt.Tooltip("id:N", title="first run"),
@@ -236,8 +236,7 @@ def latency(runs: pd.DataFrame, *, note: str | None = None) -> alt.FacetChart:
                  alt.Tooltip("count(latency_ms):Q", title="repeats")],
     )
     dots = alt.Chart(table).mark_point(size=40, opacity=0.8, filled=False, strokeWidth=1.5).encode(
-        x=x, y=y, color=color, fill=alt.Fill("server:N", scale=alt.Scale(domain=sorted(values(frame, "server"))),
-                                             legend=None),
+        x=x, y=y, color=color, fill=server_fill(values(frame, "server")),
         fillOpacity=alt.condition(alt.datum.standing == "used", alt.value(0.8), alt.value(0.0)),
         tooltip=[alt.Tooltip("server:N"), alt.Tooltip("repeat:Q"), alt.Tooltip("percentile:Q"),
                  alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.2f"), alt.Tooltip("id:N", title="run"),
