@@ -17,7 +17,7 @@ Fork-to-fork differences of one JVM (the JIT's decisions, code layout) are 2-5% 
 rounds; the script says "not decided" when the interval is too wide to say either way.
 
     python3 benchmarks/warmup_protocols.py [--servers spring-tomcat,spring-jetty,spring-undertow]
-        [--warmings jit-first] [--rounds 8] [--windows 4] [--duration 5s] [--connections 16] [--long 180]
+        [--warmings jit-first] [--rounds 8] [--first 1] [--windows 4] [--duration 5s] [--connections 16] [--long 180]
         [--results DIR]
 """
 
@@ -87,9 +87,11 @@ def report(rows: list[dict], warmings: list[str], long: float) -> None:
                 continue
             took = statistics.median(row["warmup_s"] for row in of)
             cost = statistics.median(row["fork_s"] for row in of)
+            judged = ("a fixed warm-up: not judged" if arm == "long" else
+                      f"{sum(bool(r['warm']) for r in of)} of {len(of)} called warm")
             print(f"{server} {arm}: warm-up median {took:.0f} s (range {min(r['warmup_s'] for r in of):.0f}-"
                   f"{max(r['warmup_s'] for r in of):.0f}), a fork costs {cost:.0f} s before its first window "
-                  f"(goal <= {GOAL_S:.0f} s); {sum(bool(r['warm']) for r in of)} of {len(of)} called warm")
+                  f"(goal <= {GOAL_S:.0f} s); {judged}")
         if long <= 0:
             continue
         for arm in warmings:
@@ -121,6 +123,7 @@ def main() -> None:
     parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
     parser.add_argument("--warmings", default="jit-first")
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--first", type=int, default=1, help="the first round's number (to add rounds to --results)")
     parser.add_argument("--windows", type=int, default=4)
     parser.add_argument("--duration", default="5s")
     parser.add_argument("--connections", type=int, default=16)
@@ -140,7 +143,7 @@ def main() -> None:
           f"{f' and one warmed {args.long:g} s at full load' if args.long > 0 else ''}, alive together, "
           f"{args.windows} windows of {args.duration} each in turn, c={args.connections}, hello; server on core 0, "
           f"wrk on core 1; runs in {base}", flush=True)
-    for r in range(args.rounds):
+    for r in range(args.first - 1, args.first - 1 + args.rounds):
         for server in args.servers.split(","):
             got = one_round(server, args, base, r)
             rows += got
