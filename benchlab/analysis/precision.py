@@ -294,8 +294,11 @@ class Rule:
             if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat) * window_s)):
                 self.stopped_by_budget = True  # what the summary says stopped it, not max_repeats
                 return True
-        return self.by_precision and new_round and repeat > 2 and enough(records, self.baseline, self.precision,
-                                                                         borrow=self.borrow, history=self.history)
+        return self.by_precision and new_round and repeat > 2 and self.widest(records) <= self.precision
+
+    def widest(self, records) -> float:
+        """The widest rps interval of ``records`` as this comparison's verdicts judge it (:func:`widest`)."""
+        return widest(records, self.baseline, borrow=self.borrow, history=self.history)
 
     def windows(self, records, *, repeat: int) -> int:
         """The windows the fork of round ``repeat`` measures."""
@@ -317,26 +320,26 @@ class Rule:
                                                   "comparison ended within its two rounds"}
         if self.by_precision:
             # judged on every record, the last round's too: a rule that ran to max_repeats may have got there
-            reached = enough(records, self.baseline, self.precision, borrow=self.borrow, history=self.history)
-            suite.precision = {"asked": self.precision, "reached": bool(reached),
-                               "repeats": max(r.params["repeat"] for r in records),
-                               "widest": widest(records, self.baseline, borrow=self.borrow, history=self.history),
+            wide = self.widest(records)  # once: with borrowing it reads this machine's history
+            suite.precision = {"asked": self.precision, "reached": bool(wide <= self.precision),
+                               "repeats": max(r.params["repeat"] for r in records), "widest": wide,
                                "note": custom.note(custom.attached(records)),
                                # the budget, where it ended the rounds or their forks (its deadline within a round)
                                "budget": bool(self.budget is not None and (
                                    self.stopped_by_budget or self.budget.spent >= self.budget.seconds))}
         if self.budget is not None:
-            suite.budget = self.spent(records)
+            suite.budget = self.spent(records, wide=suite.precision["widest"] if self.by_precision else None)
 
-    def spent(self, records) -> dict:
-        """What the budget bought: ``{"asked_s", "spent_s", "rounds", "widest", "more", "text"}``."""
+    def spent(self, records, *, wide: float | None = None) -> dict:
+        """What the budget bought: ``{"asked_s", "spent_s", "rounds", "widest", "more", "text"}``; ``wide``, the
+        widest interval where the caller has it already."""
         from . import budget
 
         rounds = len({r.params.get("repeat") for r in records if r.status == "ok"})
         fork_s, window_s = costs(records)
         forks = len({(r.params.get("server"), r.params.get("repeat")) for r in records}) / max(rounds, 1)
         round_s = forks * (fork_s + (self.chosen or {}).get("windows", PILOT_WINDOWS) * window_s)
-        wide = widest(records, self.baseline, borrow=self.borrow, history=self.history)
+        wide = self.widest(records) if wide is None else wide
         more = budget.forecast(wide, rounds, round_s, self.precision)
         return {"asked_s": self.budget.seconds, "spent_s": round(self.budget.spent, 1), "rounds": rounds,
                 "widest": wide, "more": more, "text": budget.said(self.budget.seconds, self.budget.spent, wide,

@@ -180,8 +180,9 @@ class CompilerThreads:
         self._last: dict[str, float] = {}   # tid -> its CPU seconds when last read
         self._ended = 0.0
 
-    def seconds(self) -> float | None:
-        """The compiler threads' CPU seconds so far; None once the JVM is gone."""
+    def _compilers(self) -> list[str] | None:
+        """The compiler threads' ids now, each thread named once it has a name of its own; None once the JVM is
+        gone."""
         folder = f"/proc/{self.pid}/task"
         try:
             tids = os.listdir(folder)
@@ -190,6 +191,7 @@ class CompilerThreads:
         for tid in [t for t in self._last if t not in tids]:
             self._ended += self._last.pop(tid)
         unnamed = _read(f"/proc/{self.pid}/comm")
+        found = []
         for tid in tids:
             name = self._names.get(tid)
             if name is None:
@@ -197,19 +199,23 @@ class CompilerThreads:
                 if name != unnamed:
                     self._names[tid] = name
             if _is_compiler(name):
-                used = _cpu_seconds(f"{folder}/{tid}")
-                if used is not None:
-                    self._last[tid] = used
+                found.append(tid)
+        return found
+
+    def seconds(self) -> float | None:
+        """The compiler threads' CPU seconds so far; None once the JVM is gone."""
+        found = self._compilers()
+        if found is None:
+            return None
+        for tid in found:
+            used = _cpu_seconds(f"/proc/{self.pid}/task/{tid}")
+            if used is not None:
+                self._last[tid] = used
         return self._ended + sum(self._last.values())
 
     def tids(self) -> list[int]:
         """The compiler threads' ids now (a thread HotSpot starts later is found on the next call)."""
-        folder = f"/proc/{self.pid}/task"
-        try:
-            tids = os.listdir(folder)
-        except OSError:
-            return []
-        return [int(tid) for tid in tids if _is_compiler(self._names.get(tid) or _read(f"{folder}/{tid}/comm"))]
+        return [int(tid) for tid in self._compilers() or []]
 
 
 def _is_compiler(name: str) -> bool:

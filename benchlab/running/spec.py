@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import cores, schema
 from ..errors import UsageError
-from ..schema import LOAD_MODELS, WARMINGS, BackendName
+from ..schema import LOAD_MODELS, BackendName
 from . import backends, drivers, generators, servers, variants
 from .load import Load, parse_duration
 from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
@@ -186,7 +186,6 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
     """The load from its options; threads default to one per load core, at most one per connection (or user); with
     several generators, one per core of each generator, at most one per connection of its share."""
     _choice("load", o.load, LOAD_MODELS)
-    _choice("warming", o.warming, WARMINGS)
     threads = o.threads
     if threads is None and load_hosts and isinstance(o.connections, int) and o.connections >= len(load_hosts):
         threads = generators.default_threads(load_hosts, o.connections, load_cores)
