@@ -134,14 +134,15 @@ def test_jit_first_favours_the_compiler_threads_alone_and_puts_them_back():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("warming, limit", [("shared", 30.0), ("jit-first", 8.0)])
+@pytest.mark.parametrize("warming, limit", [("shared", 20.0), ("jit-first", 8.0)])
 def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_left, warming, limit):
     spec, instance = _started(tmp_path, server="spring-jetty")
     jvm = instance.counters()
     load = dataclasses.replace(spec.load, warming=warming)
     try:
-        # A cold Jetty compiles for about 80 s under load here when its compiler shares the core, and about 10 s
-        # when it runs first: 30 s of the one, and 8 s of the other, end in the middle of it.
+        # A cold Jetty compiles for 35-80 s under load here when its compiler shares the core (35 s in one CI run,
+        # where 30 s of it ended in a window the compiler had gone quiet in), and about 10 s when it runs first:
+        # 20 s of the one, and 8 s of the other, end in the middle of it.
         warmed = warmup.warm_up(instance.url, spec.scenario, load, cpus=spec.load_cpus, workdir=tmp_path,
                                 perfdata=jvm, limit=limit)
         after = [os.getpriority(os.PRIO_PROCESS, tid) for tid in jvm.compilers.tids()]
