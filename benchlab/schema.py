@@ -38,7 +38,7 @@ METRICS = (
     "requests", "bytes", "elapsed_s", "rps", "bytes_per_request",
     *LATENCY_COLUMNS,
     *ERROR_COLUMNS,
-    "target_rps", "sent_rps", "note",
+    "target_rps", "sent_rps", "achieved_rps", "note",
 )
 
 #: Measured around the load: the monitor's summary and the server's start.
@@ -57,7 +57,14 @@ RESOURCES = (
     # a load spread over several generators (benchlab.running.generators): the busiest one's CPU over the cores
     # its threads could use, and their count; the generator_bound flag judges each generator on its own by these
     "generator_busy", "generator_cores",
+    # what the window cost the server (benchlab.running.window): its process tree's CPU time over the window, user
+    # and system, read exactly before and after the load (the container's cgroup in docker), and that per answer
+    "server_cpu_s", "cpu_per_request",
 )
+
+#: The figures of what serving cost: CPU seconds per answer, and resident memory (steady: the window's mean; peak:
+#: its max); lower is better for each, and each gets a verdict where the load is a fixed rate (docs/cost.md).
+COST_COLUMNS = ("cpu_per_request", "server_rss_mean", "server_rss_max")
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
 #: (backlog) setting and the kernel's cap on every backlog (/proc/sys/net/core/somaxconn).
@@ -174,8 +181,10 @@ FLAGS = {
                    "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
     "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
                    "40 ms delayed-ACK signature (Nagle on one side), not server work",
-    "rate_shortfall": "sent {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}): the driver or the "
-                      "server could not keep the rate, so latencies are not those of the target load",
+    "rate_shortfall": "kept {achieved:.0f} req/s of the {target:.0f} asked ({share:.0%}; what was sent, or what "
+                      "was answered over the attack and the wait for its last answers, whichever is less): the "
+                      "driver or the server could not keep the rate, so latencies and cost are not those of the "
+                      "target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
     "failed": "the run failed: {error}",
     "driver_note": "the load tool says: {note}",

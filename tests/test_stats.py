@@ -253,6 +253,11 @@ def test_flag_rate_shortfall_and_shared_cores():
     assert "rate_shortfall" in flagged([dict(server="a", load="rate", rps=990, sent_rps=800, target_rps=1000)])
     assert "rate_shortfall" not in flagged([dict(server="a", load="rate", rps=800, sent_rps=1000, target_rps=1000)]), \
         "a rate sent in full against a slow server is no shortfall"
+    # HttpArena's rate_ratio: the answers over the attack and its wait, more than 1% behind the rate
+    assert "rate_shortfall" in flagged([dict(server="a", load="rate", rps=1000, sent_rps=1000, achieved_rps=985,
+                                             target_rps=1000)]), "a server that answered 1.5% late fell behind"
+    assert "rate_shortfall" not in flagged([dict(server="a", load="rate", rps=1000, sent_rps=1000, achieved_rps=995,
+                                                 target_rps=1000)]), "within 1% of the rate"
     assert "shared_cores" in flagged([dict(server="a", rps=100, p50=0.1, server_cpus="0-1", load_cpus="1")])
 
 

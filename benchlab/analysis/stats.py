@@ -32,11 +32,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..schema import LATENCY_COLUMNS
+from ..schema import COST_COLUMNS, LATENCY_COLUMNS
 from . import cells, intervals, pairs
 
-#: Metrics where lower is better (latencies); the rest (rps) are higher-is-better.
-LOWER_IS_BETTER = set(LATENCY_COLUMNS)
+#: Metrics where lower is better (latencies, and what serving cost); the rest (rps) are higher-is-better.
+LOWER_IS_BETTER = {*LATENCY_COLUMNS, *COST_COLUMNS}
 
 # --- one metric ------------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..schema import LATENCY_COLUMNS
-from .numbers import MISSING, Note, _number, change, cores, interval, ms, percent, rate, ratio
+from .numbers import MISSING, UNITS, Note, _number, change, cores, interval, ms, percent, rate, ratio
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,11 +27,17 @@ __all__ = ["MISSING", "Note", "change", "cores", "interval", "ms", "percent", "r
 # --- frames for reading ---------------------------------------------------------------------------------
 
 def _kind(metric: str) -> str:
-    return "ms" if metric in LATENCY_COLUMNS else "rate"
+    """How a metric's figures are shown (:func:`interval`'s ``kind``): latencies in ms, CPU per request in µs,
+    memory in MiB, the rest as rates."""
+    if metric in LATENCY_COLUMNS:
+        return "ms"
+    return {"cpu_per_request": "us", "server_rss_mean": "MiB", "server_rss_max": "MiB"}.get(metric, "rate")
 
 
 def _metric_name(metric: str) -> str:
-    return f"{metric} (ms)" if _kind(metric) == "ms" else f"{metric} (req/s)" if metric.endswith("rps") else metric
+    """A metric's name with its unit: ``p99 (ms)``, ``cpu_per_request (µs)``, ``rps (req/s)``."""
+    unit = UNITS.get(_kind(metric), (1.0, ""))[1].strip() or ("req/s" if metric.endswith("rps") else "")
+    return f"{metric} ({unit})" if unit else metric
 
 
 def _shown(frame: pd.DataFrame) -> list[str]:

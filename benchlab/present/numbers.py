@@ -135,11 +135,16 @@ def change(ratio) -> str:
     return MISSING if number is None else f"{number - 1:+.0%}"
 
 
+#: The kinds of :func:`interval` that show a figure in another unit than it is kept in: the factor and the unit.
+UNITS = {"ms": (1e3, " ms"), "us": (1e6, " µs"), "MiB": (1 / 2**20, " MiB")}
+
+
 def interval(mean, low, high, *, kind: str = "rate") -> str:
     """A mean and its interval, each to the precision the interval's width allows (at least 2 figures).
 
-    ``kind`` is ``"rate"`` (requests/s, with k and M), ``"ms"`` (a latency in seconds, shown in ms),
-    ``"ratio"`` (plain, ``1.05 [0.98, 1.12]``) or ``"change"`` (a ratio as ``+5% [-2%, +12%]``).
+    ``kind`` is ``"rate"`` (requests/s, with k and M), ``"ms"`` (a latency in seconds, shown in ms), ``"us"``
+    (CPU seconds per request, shown in microseconds), ``"MiB"`` (bytes, shown in MiB), ``"ratio"`` (plain,
+    ``1.05 [0.98, 1.12]``) or ``"change"`` (a ratio as ``+5% [-2%, +12%]``).
 
     >>> interval(9021.4, 8812.0, 9234.0), interval(0.0123, 0.0119, 0.0128, kind="ms")
     ('9.0k [8.8k, 9.2k]', '12.3 [11.9, 12.8] ms')
@@ -149,6 +154,8 @@ def interval(mean, low, high, *, kind: str = "rate") -> str:
     ('3.50 [0.35, 35.12]', '0.83')
     >>> interval(9021.4, None, None), interval(1800, 100, 35_400)
     ('9.02k', '1.8k [100, 35k]')
+    >>> interval(3.21e-5, 3.1e-5, 3.3e-5, kind="us"), interval(201_326_592, None, None, kind="MiB")
+    ('32 [31, 33] µs', '192 MiB')
     """
     number, lo, hi = _number(mean), _number(low), _number(high)
     if number is None:
@@ -157,12 +164,13 @@ def interval(mean, low, high, *, kind: str = "rate") -> str:
         return ratio(number) + (f" [{ratio(lo)}, {ratio(hi)}]" if lo is not None and hi is not None else "")
     if kind == "change":
         return change(number) + (f" [{change(lo)}, {change(hi)}]" if lo is not None and hi is not None else "")
-    factor = 1000.0 if kind == "ms" else 1.0
+    factor, unit = UNITS.get(kind, (1.0, ""))
     number = number * factor
     scale, suffix = _scale(number) if kind == "rate" else (1.0, "")
     if lo is None or hi is None:
-        single = {"rate": rate, "ms": lambda v: ms(v, unit=False)}.get(kind, lambda v: f"{v:.3g}")
-        return single(mean) + (" ms" if kind == "ms" else "")
+        if kind == "rate":
+            return rate(mean)
+        return _scaled(number, _rounded_place(number, 3), 1.0, "") + unit
     lo, hi = lo * factor, hi * factor
     if lo <= 0 or hi > 10 * lo:
         # An interval over a factor of ten says only the order of magnitude: 2 figures each, no common place.
@@ -173,4 +181,4 @@ def interval(mean, low, high, *, kind: str = "rate") -> str:
         width = (hi - lo) / 2
         place = min(_place(width, 1) if width > 0 else _place(number, 3), _place(number, 2))
         show = lambda v: _scaled(v, place, scale, suffix)  # noqa: E731
-    return f"{show(number)} [{show(lo)}, {show(hi)}]" + (" ms" if kind == "ms" else "")
+    return f"{show(number)} [{show(lo)}, {show(hi)}]" + unit

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
+from ..schema import COST_COLUMNS
 from . import formatting
+from .numbers import UNITS
 from .numbers import ms as _ms  # one formatter for the terminal, the notebooks and the report
 
 # ESC sequences first (CSI such as cursor moves, OSC such as OSC 52's clipboard write, then any other ESC
@@ -65,7 +67,11 @@ def format_run(run) -> str:
         + (f", {m['bytes_per_request']:.0f} B each)" if m.get("bytes_per_request") else ")"),
     ]
     if m.get("target_rps"):
-        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {m['rps'] / m['target_rps']:.1%})")
+        achieved = m.get("achieved_rps") or m["rps"]
+        lines.append(f"  target      {m['target_rps']:,.1f}/s  (achieved {achieved / m['target_rps']:.1%})")
+    if m.get("cpu_per_request"):
+        lines.append(f"  cost        {m['cpu_per_request'] * 1e6:,.1f} µs of server CPU a request "
+                     f"({m['server_cpu_s']:.2f} s over the window)")
     lines.append("  latency     " + "  ".join(
         f"{name} {_ms(m.get(key))}" for name, key in
         (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p999"), ("max", "lat_max"))))
@@ -126,24 +132,32 @@ def warmup_line(runs) -> str:
     return "warm-up: " + "; ".join(parts)
 
 
+def cost_metrics(runs) -> tuple[str, ...]:
+    """The figures of cost (:data:`COST_COLUMNS`) worth a verdict in ``runs``: where a load was a fixed rate, so
+    every server did the same work; in a closed loop CPU per request is one over the throughput, nothing new."""
+    if not len(runs) or "load" not in runs or not (runs["load"] == "rate").any():
+        return ()
+    return tuple(c for c in COST_COLUMNS if c in runs and runs[c].notna().any())
+
+
 def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
-    """The summary, the verdicts and the flags of a suite, for a terminal."""
+    """The summary, the verdicts and the flags of a suite, for a terminal; at a fixed rate, what it cost too."""
     import pandas as pd
 
     from ..analysis.cells import varying
 
     with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
-        summary = suite.summary(metrics)
+        summary = suite.summary((*metrics, *cost_metrics(suite.runs)))
         keep = varying(summary)
         several = bool((summary["windows"] > summary["n"]).any()) if len(summary) else False
         columns = ["n", "windows", "mean", "ci_low", "ci_high", "cv", "between_cv", "within_cv"] if several else \
             ["n", "mean", "ci_low", "ci_high", "cv"]
         shown = summary[[*keep, "server", "metric", *columns, "ratio", "flags"]].copy()
-        latency = shown["metric"] != "rps"
+        # each figure in its metric's unit (ms, µs, MiB), as the notebooks show it
+        factor = shown["metric"].map(lambda m: UNITS.get(formatting._kind(m), (1.0, ""))[0])
         for column in ("mean", "ci_low", "ci_high"):
-            shown[column] = shown[column].astype(float)
-            shown.loc[latency, column] *= 1000.0
-        shown.loc[latency, "metric"] = shown.loc[latency, "metric"] + " (ms)"
+            shown[column] = shown[column].astype(float) * factor
+        shown["metric"] = shown["metric"].map(lambda m: m if m == "rps" else formatting._metric_name(m))
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
         _custom(suite)
@@ -171,6 +185,9 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print("  " + verdict)
         for verdict in suite.verdicts("p99")["verdict"]:
             _print("  " + verdict)
+        for metric in cost_metrics(suite.runs):  # at a fixed rate, what serving it cost each server
+            for verdict in suite.verdicts(metric)["verdict"]:
+                _print("  " + verdict)
         _ceiling(suite)
         flags = suite.flags()
         if len(flags):

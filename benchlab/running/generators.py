@@ -287,7 +287,8 @@ def merge(gens: list[Generator], results: list[dict], run_dir: Path) -> dict:
                      "rps": total("rps"), "bytes_per_request": received / requests if requests else None,
                      **{c: total(c) for c in ERROR_COLUMNS}}
     if all(r.get("target_rps") for r in results):
-        metrics.update(target_rps=total("target_rps"), sent_rps=total("sent_rps"),
+        achieved = total("achieved_rps") if all(r.get("achieved_rps") for r in results) else None
+        metrics.update(target_rps=total("target_rps"), sent_rps=total("sent_rps"), achieved_rps=achieved,
                        success_ratio=sum(r["success_ratio"] * r["requests"] for r in results) / requests)
     notes = [f"generator {g.number}: {r['note']}" for g, r in zip(gens, results) if r.get("note")]
     metrics["note"] = "; ".join(notes) or None

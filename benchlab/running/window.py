@@ -21,6 +21,7 @@ from pathlib import Path
 from ..analysis import flags, series, steady
 from ..analysis.disturbance import DISTURBED
 from ..errors import LoadError
+from ..schema import ERROR_KINDS
 from ..store import locks
 from . import drivers, generators, machine, perfdata
 from .machine import SelfProbe
@@ -106,6 +107,7 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     began, busy = time.monotonic(), locks.cpu_seconds(cpus) if cores else None
     load_pid: list[int] = []
     instance.probe()  # its CPU is a difference from the last reading: the first sample covers this window only
+    cpu = instance.cpu_seconds()
     with Monitor(spec.sample_interval) as monitor:
         monitor.watch("server", instance.probe)
         monitor.watch("benchlab", SelfProbe())
@@ -132,7 +134,8 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
                                             on_start=started)
     seconds = time.monotonic() - began
     samples = [s.astuple() for s in monitor.samples]
-    measured = {"target_rps": None, **metrics, **monitor.summary(), **steady.drift(samples),
+    measured = {"target_rps": None, **metrics, **cost(cpu, instance.cpu_seconds(), metrics), **monitor.summary(),
+                **steady.drift(samples),
                 **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
     server_cores, load_cores = len(cores.get("server", ())), len(cores.get("load", ())) or 1
     frame = series.per_second(samples, monitor.counters, monitor.machine, rps=metrics.get("rps"),
@@ -145,6 +148,27 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     on_cores = _shares(cpus, seconds, busy, frame, waited) if cores else {}
     on_cores["load_pid"] = load_pid[0] if load_pid else None
     return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores, spread)
+
+
+def cost(before: float | None, after: float | None, metrics: dict) -> dict:
+    """What the window cost the server: its CPU seconds from just before the load tool started to just after it
+    ended, and those per answer (an error status is an answer; a refused or timed-out request is not).
+
+    The span is the load tool's whole run, a few milliseconds wider than its measured time at each end, in which
+    a server under no load spends next to nothing; what a JVM does in the background (its GC, its compiler) is part
+    of what serving costs it.
+
+    >>> cost(10.0, 12.5, {"requests": 50_000, "errors_timeout": 0, "errors_connect": 0})
+    {'server_cpu_s': 2.5, 'cpu_per_request': 5e-05}
+    >>> cost(None, 1.0, {"requests": 10})
+    {'server_cpu_s': None, 'cpu_per_request': None}
+    """
+    if before is None or after is None:
+        return {"server_cpu_s": None, "cpu_per_request": None}
+    unanswered = sum(metrics.get(f"errors_{kind}") or 0 for kind in ERROR_KINDS if kind != "status")
+    answered = (metrics.get("requests") or 0) - unanswered
+    spent = round(after - before, 6)
+    return {"server_cpu_s": spent, "cpu_per_request": spent / answered if answered > 0 else None}
 
 
 def _each_second(monitor, tell):

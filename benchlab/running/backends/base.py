@@ -40,6 +40,7 @@ class Instance(Protocol):
     metadata: dict           # what the backend knows: pid or container id, image, limits...
 
     def probe(self) -> tuple[float | None, ...]: ...   # (cpu %, rss bytes[, bytes written])
+    def cpu_seconds(self) -> float | None: ...         # the server's CPU time so far, user + system; None: unknown
     def alive(self) -> bool: ...
     def stop(self) -> None: ...                                  # idempotent; saves the log
 
@@ -62,6 +63,9 @@ class Attached:
 
     def probe(self):
         return (None, None)
+
+    def cpu_seconds(self) -> None:
+        return None
 
     def alive(self) -> bool:
         return True

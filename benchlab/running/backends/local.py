@@ -90,6 +90,10 @@ class LocalInstance:
     def probe(self):
         return self._probe() if self._probe else (None, None)
 
+    def cpu_seconds(self) -> float | None:
+        """The server's process tree's CPU time so far (:meth:`ProcessProbe.cpu_seconds`); None before it answers."""
+        return self._probe.cpu_seconds() if self._probe else None
+
     def counters(self):
         """The JVM's performance counters (:class:`~benchlab.running.perfdata.PerfData`), or None: not a JVM."""
         from ..perfdata import PerfData

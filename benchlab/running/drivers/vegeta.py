@@ -167,6 +167,9 @@ def parse(report_json: str, results_csv: str, *, target_rps: float | None = None
         **{f"errors_{kind}": count for kind, count in errors.items()},
         "target_rps": target_rps,
         "sent_rps": float(report["rate"]),
+        # the answers over the whole attack, the wait for the last ones included: a server that fell behind
+        # answers late, so this falls below the rate where sent_rps does not (HttpArena's rate_ratio)
+        "achieved_rps": answered / elapsed if elapsed > 0 else None,
         "success_ratio": float(report["success"]),
     }
     if target_rps and metrics["sent_rps"] < REACHED * target_rps:

@@ -69,6 +69,42 @@ def parse_stats(stats: dict) -> tuple[float | None, float | None]:
     return percent, (float(rss) if rss is not None else None)
 
 
+def _cgroup_cpu(pid: int | None) -> str | None:
+    """The file that counts the CPU time of ``pid``'s cgroup on this machine, or None (no such process here)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines() if pid else []
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # cgroup v2's one hierarchy
+            found = Path("/sys/fs/cgroup") / path.lstrip("/") / "cpu.stat"
+        elif "cpuacct" in controllers.split(","):
+            found = Path("/sys/fs/cgroup") / controllers / path.lstrip("/") / "cpuacct.usage"
+        else:
+            continue
+        if found.exists():
+            return str(found)
+    return None
+
+
+def _read_cpu(path: str) -> float | None:
+    r"""Seconds from a cgroup's ``cpu.stat`` (``usage_usec``) or ``cpuacct.usage`` (ns); None once it is gone.
+
+    >>> import tempfile, os; f = os.path.join(tempfile.mkdtemp(), "cpu.stat")
+    >>> _ = open(f, "w").write("usage_usec 2500000\nuser_usec 2000000\n"); _read_cpu(f)
+    2.5
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    if path.endswith("cpuacct.usage"):
+        return int(text.strip()) * 1e-9
+    fields = dict(line.split() for line in text.splitlines() if line.strip())
+    return int(fields["usage_usec"]) * 1e-6 if "usage_usec" in fields else None
+
+
 class ContainerStats:
     """A probe on the engine's stats stream (one sample a second, read by a thread).
 
@@ -115,6 +151,7 @@ class DockerInstance:
         # docker's Container, which the SDK leaves untyped; None only until create() returns (see stop)
         self.container: Any = None
         self._stats: ContainerStats | None = None
+        self._cgroup: str | None = None  # the file counting its CPU time ("" where this machine cannot read it)
         self._exited = threading.Event()
         self._stopped = False
         argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, host=bind, folder=FOLDER_IN_IMAGE)
@@ -167,15 +204,26 @@ class DockerInstance:
     def probe(self) -> tuple[float | None, float | None]:
         return self._stats() if self._stats else (None, None)
 
+    def cpu_seconds(self) -> float | None:
+        """The container's CPU time so far, every process in it, user and system: its cgroup's ``cpu.stat``
+        ``usage_usec`` (v2; v1's ``cpuacct.usage`` in ns), read through the host pid of its first process, as
+        HttpArena reads it. None on an engine elsewhere, whose cgroups this machine cannot read."""
+        if self._cgroup is None:
+            self._cgroup = _cgroup_cpu(self._host_pid()) or ""
+        return _read_cpu(self._cgroup) if self._cgroup else None
+
+    def _host_pid(self) -> int | None:
+        try:
+            return self.client.api.inspect_container(self.container.id)["State"]["Pid"] or None
+        except Exception:  # an engine that cannot say (the container gone, the engine elsewhere): no pid
+            return None
+
     def counters(self):
         """The JVM's performance counters, read through the container's root by the host pid of its java
         (None on an engine elsewhere, or when the JVM keeps none)."""
         from ...perfdata import PerfData
 
-        try:
-            pid = self.client.api.inspect_container(self.container.id)["State"]["Pid"]
-        except Exception:  # an engine that cannot say (the container gone, the engine elsewhere): no counters
-            return None
+        pid = self._host_pid()
         return PerfData.find(pid) if pid else None
 
     def alive(self) -> bool:
