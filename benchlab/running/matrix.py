@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import random
 
-from ..errors import UsageError
+from ..errors import BenchlabError, UsageError
 from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS
 from ..store.files import slug
 from . import factors as factor_specs
@@ -179,6 +179,29 @@ def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int
             rng.shuffle(block)
         runs.extend((repeat, spec) for spec in block)
     return runs
+
+
+def baseline_of(baseline, names: list[str]) -> str:
+    """The server every ratio is taken against, of the schedule's ``names``: ``baseline`` (a name or a server),
+    else the first server.
+
+    >>> names = ["spring-tomcat", "spring-jetty"]
+    >>> baseline_of(None, names), baseline_of("spring-jetty", names)
+    ('spring-tomcat', 'spring-jetty')
+    """
+    if baseline is None:
+        return names[0]
+    name = baseline if baseline in names else _server_name(baseline)
+    if name not in names:
+        raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
+    return name
+
+
+def _server_name(name) -> str:
+    try:
+        return server_names.get(name).name
+    except BenchlabError:  # not a server benchlab knows: the unknown baseline error names it as given
+        return str(name)
 
 
 def suite_id(runs: list[tuple[int, RunSpec]]) -> str:
