@@ -160,7 +160,7 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
         raise UsageError(f"retakes is a whole number from 0 to {MAX_RETAKES} (0: never measure a disturbed window "
                          f"again), not {o.retakes!r}")
     if o.backend == "docker":
-        _check_docker(o.docker_host, o.load_docker_host, o.memory, allow_remote=o.allow_remote)
+        _check_docker(o)
     spec = RunSpec(
         server=server, scenario=scenario_, load=load, driver=driver.name, backend=o.backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=o.cds, memory=o.memory,
@@ -229,12 +229,12 @@ def _check_port(port, server: servers.Server) -> None:
                          "unset and benchlab picks a free one")
 
 
-def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) -> None:
+def _check_docker(o: RunOptions) -> None:
     """The engines are where they may be and answer, and the memory limit reads."""
     from .backends.docker import containers, engine
 
-    engine.check_engine(docker_host, allow_remote=allow_remote)
-    if load_docker_host:
-        engine.check_engine(load_docker_host, allow_remote=allow_remote, role="load")
-    containers.parse_memory(memory)
-    engine.connect(docker_host, timeout=10).close()
+    engine.check_engine(o.docker_host, allow_remote=o.allow_remote)
+    if o.load_docker_host:
+        engine.check_engine(o.load_docker_host, allow_remote=o.allow_remote, role="load")
+    containers.parse_memory(o.memory)
+    engine.connect(o.docker_host, timeout=10).close()
