@@ -9,16 +9,23 @@ from pathlib import Path
 
 from .analysis.budget import Budget
 from .analysis.precision import Rule
-from .errors import BenchlabError, UsageError
 from .running import hosts as hosts_
-from .running import servers, stored
+from .running import stored
 from .running.fork import FAILURES
-from .running.matrix import budget_seconds, check_design, load_tag, matrix, rounds, run_name, suite_id
+from .running.matrix import (
+    baseline_of,
+    budget_seconds,
+    check_design,
+    load_tag,
+    matrix,
+    rounds,
+    run_name,
+    suite_id,
+)
 from .running.measure import measure, new_run_id
 from .running.options import DEFAULT_SERVERS, Comparison, RunOptions, keywords
 from .running.pool import Pool
 from .running.spec import RunSpec, check_tools, prepare
-from .schema import AUTO
 from .store import locks
 from .store.files import results_home, slug, under
 from .store.results import Run
@@ -169,20 +176,23 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     """
     given = {k: v for k, v in locals().items()
              if k not in ("results_dir", "label", "progress", "on_run", "on_progress", "on_slice")}
-    comparison, machines = hosts_.prepare(Comparison.of(**given))  # every option, as one object, from here down
+    return carry_out(Comparison.of(**given), results_dir=results_dir, label=label, progress=progress, on_run=on_run,
+                     on_progress=on_progress, on_slice=on_slice)
+
+
+def carry_out(comparison: Comparison, *, results_dir=None, label=None, progress=True, on_run=None, on_progress=None,
+              on_slice=None):
+    """:func:`compare` of the options as one object (:meth:`Comparison.of`), the other arguments compare()'s: the one
+    path below compare() and the replay of the published experiments (:func:`benchlab.reproduce.experiments`)."""
+    comparison, machines = hosts_.prepare(comparison)  # every option, as one object, from here down
     from .analysis.suite import Suite
     from .running.progress import Progress
 
     check_design(comparison)
     chosen_repeats, chosen_windows, chosen_interleave = comparison.design()  # given, else chosen for it
-    limit = budget_seconds(comparison.budget) if comparison.budget is not None else None
-    schedule = matrix(comparison, comparison.max_repeats if chosen_repeats == AUTO else chosen_repeats)
+    schedule = matrix(comparison, chosen_repeats if isinstance(chosen_repeats, int) else comparison.max_repeats)
     hosts_.check(machines, schedule)
-    names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
-    rule = Rule(repeats=chosen_repeats, windows=chosen_windows, precision=comparison.precision,
-                baseline=_baseline(comparison.baseline, names),
-                interleave=chosen_interleave, budget=Budget(limit) if limit else None,
-                borrow=comparison.borrow, history=comparison.history)
+    rule = _rule(comparison, schedule)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
     base = results_home(results_dir)
     if results_dir is None:
@@ -215,6 +225,16 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     return result
 
 
+def _rule(comparison: Comparison, schedule: list[tuple[int, RunSpec]]) -> Rule:
+    """When the comparison stops: its design, its precision against its baseline server, its budget."""
+    repeats, windows, interleave = comparison.design()
+    limit = budget_seconds(comparison.budget) if comparison.budget is not None else None
+    names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
+    return Rule(repeats=repeats, windows=windows, precision=comparison.precision,
+                baseline=baseline_of(comparison.baseline, names), interleave=interleave,
+                budget=Budget(limit) if limit else None, borrow=comparison.borrow, history=comparison.history)
+
+
 def _live(progress: bool, on_slice):
     """compare()'s own live view (a notebook a person watches, a bar shown, no ``on_slice`` of the caller's)."""
     if on_slice is not None or not progress:
@@ -236,16 +256,6 @@ def _stored(records: list[Run]) -> str:
 def _labelled(on_slice, label: str):
     """``on_slice`` with each row naming its run, or None."""
     return None if on_slice is None else lambda row: on_slice({"run": label, **row})
-
-
-def _baseline(baseline, names: list[str]) -> str:
-    """The server every ratio is taken against: ``baseline`` (a name or a server), else the first server."""
-    if baseline is None:
-        return names[0]
-    name = baseline if baseline in names else _server_name(baseline)
-    if name not in names:
-        raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
-    return name
 
 
 def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
@@ -335,10 +345,3 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
     bar.finish(count=len(forks))
     for one in forks:
         yield one.stored()
-
-
-def _server_name(name) -> str:
-    try:
-        return servers.get(name).name
-    except BenchlabError:
-        return str(name)

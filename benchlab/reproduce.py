@@ -18,6 +18,7 @@ import pandas as pd
 from .analysis.claims import given
 from .analysis.suite import Suite, load
 from .present import charts, header, replay
+from .running.options import Comparison
 from .store.results import Run
 
 log = logging.getLogger(__name__)
@@ -158,26 +159,27 @@ def _both(wrk, count, column: str, fmt=str) -> str:
     return said[0] if said[0] == said[1] else f"wrk: {said[0]}; JMeter: {said[1]}"
 
 
-def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: Seeds, *, servers: list[str],
-                baseline: str, base: Path, stack: str = "ours", protocol: str = "controlled", repeats: int = 3,
-                warmup="auto", backend: str = "local", server_cpus=None, load_cpus=None,
-                run: bool = True) -> Replayed:
+def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: Seeds, template: Comparison, *,
+                base: Path, stack: str = "ours", protocol: str = "controlled", run: bool = True) -> Replayed:
     """Run (``run``, else read back from ``base``) every experiment of ``asked`` that a ``chosen`` claim needs,
-    on each stack of ``stack`` and protocol of ``protocol``: each a ``compare()`` into its own folder under
-    ``base`` (``their-stack``/``their-protocol`` below it where those ran), the count experiment once per load
-    tool (``count-<tool>``). An experiment whose claims compare a server not in ``servers`` does not run, said.
+    on each stack of ``stack`` and protocol of ``protocol``: each a comparison into its own folder under ``base``
+    (``their-stack``/``their-protocol`` below it where those ran), the count experiment once per load tool
+    (``count-<tool>``). Each comparison is the ``template`` (the notebook's servers and baseline, the controlled
+    protocol's repeats and warm-up, where the servers run) with the experiment's load shape, stack and protocol
+    (:meth:`Comparison.changed`). An experiment whose claims compare a server not in the template's does not run,
+    said.
 
     Example
     -------
     >>> import benchlab.reproduce
     >>> from benchlab.analysis import claims
     >>> table = claims.read(); chosen = replay.select(table, ["wrk write-up"])
-    >>> done = benchlab.reproduce.experiments(chosen, table, ["wrk"], Seeds(duration="2s"), baseline="spring-tomcat",
-    ...     servers=["spring-tomcat", "spring-jetty"], base=Path("results/reproduce"))  # doctest: +SKIP
+    >>> template = Comparison.of(servers=["spring-tomcat", "spring-jetty"], baseline="spring-tomcat")
+    >>> done = benchlab.reproduce.experiments(chosen, table, ["wrk"], Seeds(duration="2s"), template,
+    ...     base=Path("results/reproduce"))  # doctest: +SKIP
     """
     from .running import variants
 
-    machine = {"backend": backend, "server_cpus": server_cpus, "load_cpus": load_cpus}
     have = variants.installed()
     done = Replayed()
     for which in replay.STACKS[stack]:
@@ -187,27 +189,40 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
             counted: dict[str, Suite] = {}
             words: dict[str, str] = {}
             for experiment in replay.experiments_of(chosen, asked):
-                on = replay.stack_options(catalogue, experiment, which, have)
-                how = replay.protocol_options(catalogue, experiment, way, repeats=repeats, warmup=warmup)
-                shape, load_said = _shape(chosen, experiment, seeds, servers)
-                if not shape["servers"]:
-                    log.warning(f"{experiment}: each of its claims compares a server that is not in servers, so it "
-                                "does not run")
+                planned = _planned(chosen, catalogue, experiment, seeds, template, which=which, way=way, have=have)
+                if planned is None:
                     continue
-                shape["servers"] = replay.in_sequence(shape["servers"], how["sequence"])
-                first = baseline if baseline in shape["servers"] else shape["servers"][0]
-                options = {**shape, **how["options"], **on["options"], **machine, "baseline": first}
-                for driver in seeds.count_drivers if experiment == "jmeter" else [options.pop("driver", None)]:
-                    folder = place / (f"count-{driver}" if experiment == "jmeter" else experiment)
-                    suite = _compare(options, driver, folder) if run else load(folder, baseline=first)
-                    if experiment == "jmeter":
-                        counted[driver] = suite
-                    else:
-                        found[experiment] = suite
-                words[experiment] = f"{load_said}{on['said']}; {how['said']}"
+                comparison, words[experiment] = planned
+                if experiment == "jmeter":  # the count experiment, once per load tool
+                    for driver in seeds.count_drivers:
+                        counted[driver] = _suite(comparison.changed(driver=driver), place / f"count-{driver}", run)
+                else:
+                    found[experiment] = _suite(comparison, place / experiment, run)
             done.by_run[(which, way)] = (found, counted)
             done.said[(which, way)] = words
     return done
+
+
+def _planned(chosen: pd.DataFrame, catalogue: pd.DataFrame, experiment: str, seeds: Seeds, template: Comparison, *,
+             which: str, way: str, have) -> tuple[Comparison, str] | None:
+    """(the ``template`` with ``experiment``'s load shape, stack ``which`` and protocol ``way``, how it runs in
+    words), or None when each of its claims compares a server not in the template's, said."""
+    on = replay.stack_options(catalogue, experiment, which, have)
+    how = replay.protocol_options(catalogue, experiment, way, repeats=template.design()[0],
+                                  warmup=template.run.warmup)
+    shape, load_said = _shape(chosen, experiment, seeds, _names(template.servers))
+    if not shape["servers"]:
+        log.warning(f"{experiment}: each of its claims compares a server that is not in servers, so it does not run")
+        return None
+    shape["servers"] = replay.in_sequence(shape["servers"], how["sequence"])
+    first = template.baseline if template.baseline in shape["servers"] else shape["servers"][0]
+    comparison = template.changed(**shape, **how["options"], **on["options"], baseline=first)
+    return comparison, f"{load_said}{on['said']}; {how['said']}"
+
+
+def _names(servers) -> list[str]:
+    """The template's servers as names (a server of your own by its name)."""
+    return [servers] if isinstance(servers, str) else [getattr(s, "name", s) for s in servers]
 
 
 def _shape(chosen: pd.DataFrame, experiment: str, seeds: Seeds, servers: list[str]) -> tuple[dict, str]:
@@ -221,7 +236,8 @@ def _shape(chosen: pd.DataFrame, experiment: str, seeds: Seeds, servers: list[st
     return planned["options"], planned["said"] + "; "
 
 
-def _compare(options: dict, driver, folder: Path) -> Suite:
-    from .api import compare
+def _suite(comparison: Comparison, folder: Path, measure: bool) -> Suite:
+    """The comparison measured into ``folder`` (``measure``), else its runs read back from there."""
+    from .api import carry_out
 
-    return compare(**options, driver=driver, results_dir=folder)
+    return carry_out(comparison, results_dir=folder) if measure else load(folder, baseline=comparison.baseline)

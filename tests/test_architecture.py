@@ -550,3 +550,63 @@ def test_a_glossary_word_names_only_what_the_glossary_says_or_is_listed():
 def test_the_glossary_scan_finds_a_function_and_a_parameter():
     tree = ast.parse("def cell(source):\n    pass\nclass A:\n    def f(self, *, window=1.0):\n        pass\n")
     assert glossary_names("m", tree) == {"m:cell", "m:f(window=)"}
+
+
+#: Below the entry points (and the options module, which declares them) a function takes the options object, or the
+#: object a step made of it (``RunSpec``, ``Load``, ``Launch``, ``DockerOptions``), not the options one by one: a
+#: function that takes more than this many option names by name re-reads the flat options, one layer down.
+MAX_OPTION_PARAMETERS = 3
+#: The modules that take options by name: the doors (run(), compare(), the command line, the notebook panel and the
+#: replay) and the declaration itself.
+DOORS = ENTRY | {"benchlab.running.options"}
+#: Functions allowed more, with why (``module:function``, a method by its own name as in MEANINGS); an entry no
+#: longer needed fails the test.
+OPTION_PARAMETERS = {
+    "benchlab.analysis.precision:__init__": "Rule: analysis may not import running's Comparison; api._rule builds "
+                                            "it once from the comparison's design, already chosen (auto resolved)",
+    "benchlab.analysis.precision:enough": "the Rule's own fields handed to its stopping test, in the analysis layer",
+    "benchlab.running.servers:argv": "a server's command line from its Launch's resolved values (a free port, the "
+                                     "java found), not from the options",
+    "benchlab.running.backends.docker.backend:__init__": "DockerBackend's public constructor (tests and the image "
+                                                         "commands build one by engine); backends.get hands it "
+                                                         "DockerOptions' fields once",
+    "benchlab.running.importers:import_hdr": "a door of its own (benchlab.import_hdr): the user says how the imported "
+                                             "log was measured, stored as its run's parameters",
+}
+
+
+def option_parameters(module: str, tree: ast.AST, names: set[str]) -> dict[str, list[str]]:
+    """``{"module:function": [option names among its parameters]}`` for each function (a method by its own name)
+    whose signature names more than :data:`MAX_OPTION_PARAMETERS` options."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            taken = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs) if a.arg in names]
+            if len(taken) > MAX_OPTION_PARAMETERS:
+                found.setdefault(f"{module}:{node.name}", taken)
+    return found
+
+
+def test_below_the_doors_options_travel_as_one_object():
+    names = option_names()
+    found: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name not in DOORS:
+            found.update(option_parameters(name, ast.parse(path.read_text()), names))
+    wrong = [f"{where}({', '.join(taken)})" for where, taken in sorted(found.items()) if where not in OPTION_PARAMETERS]
+    assert not wrong, (f"options taken one by one below the doors (more than {MAX_OPTION_PARAMETERS}): "
+                       + "; ".join(wrong) + "; take the Comparison, RunOptions or RunSpec that holds them, or list "
+                       "the function in OPTION_PARAMETERS with why")
+    stale = sorted(set(OPTION_PARAMETERS) - set(found))
+    assert not stale, f"no longer taking options one by one: remove {', '.join(stale)} from OPTION_PARAMETERS"
+    assert DOORS <= set(MODULES), f"no such door: {', '.join(sorted(DOORS - set(MODULES)))}"
+
+
+def test_the_option_parameter_scan_sees_a_flat_signature_and_not_an_object():
+    tree = ast.parse("def points(load, connections, users, loops, rates=None):\n    pass\n"
+                     "class Rule:\n    def check(self, c, *, precision=0.03, baseline=None, borrow=True):\n"
+                     "        pass\n"
+                     "def prepare(server, scenario, options, *, tools=True):\n    pass\n")
+    names = {"load", "connections", "users", "loops", "rates", "precision", "baseline", "borrow"}
+    assert option_parameters("m", tree, names) == {"m:points": ["load", "connections", "users", "loops", "rates"]}

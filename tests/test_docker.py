@@ -182,12 +182,20 @@ def test_unreachable_engine_says_how_to_start_one(tmp_path):
         DockerBackend(docker_host="tcp://127.0.0.1:1").start(servers.get("spring-jetty"), launch)
 
 
-def test_unknown_backend_option_is_named():
-    with pytest.raises(UsageError, match="no option docker_hots: it takes docker_host, base_image"):
-        backends.get("docker", docker_hots="unix:///x")
-    with pytest.raises(UsageError, match="the local backend has no option docker_host: it takes none"):
-        backends.get("local", docker_host="unix:///x")
+def test_a_docker_option_given_to_the_local_backend_is_named():
+    with pytest.raises(UsageError, match="the local backend takes no docker option: drop docker_host"):
+        backends.get("local", backends.DockerOptions(docker_host="unix:///x"))
     assert backends.get("local").load_runner() is None
+    docker = backends.get("docker", backends.DockerOptions(load_docker_host="unix:///load.sock"))
+    assert docker.load_in_container and docker.load_docker_host == "unix:///load.sock"
+
+
+def test_the_docker_options_are_the_declared_ones():
+    import dataclasses
+
+    from benchlab.running.options import DOCKER_OPTIONS
+
+    assert tuple(f.name for f in dataclasses.fields(backends.DockerOptions)) == DOCKER_OPTIONS
 
 
 # --- a real engine ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from benchlab.analysis import hosts as host_stats
 from benchlab.analysis.suite import Suite
 from benchlab.errors import UsageError
 from benchlab.running import hosts
+from benchlab.running.backends import DockerOptions
 from benchlab.running.options import Comparison
 from benchlab.store.results import Run
 
@@ -165,7 +166,7 @@ def test_every_host_lost_says_which_rounds_were_not_run(tmp_path):
 class Spec:
     """What hosts.on() changes of a RunSpec (a frozen dataclass too): its engines and its host."""
 
-    backend_options: dict = dataclasses.field(default_factory=dict)
+    docker: DockerOptions = DockerOptions()
     host: str | None = None
 
 

@@ -4,9 +4,12 @@ claims table."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchlab import reproduce
 from benchlab.analysis import claims
 from benchlab.present import replay
+from benchlab.running.options import Comparison
 from benchlab.store.results import Run, save
 
 SERVERS = ["spring-tomcat", "spring-jetty"]
@@ -23,6 +26,14 @@ def store(folder, server: str, repeat: int, **params) -> None:
     save(run, folder / run_id)
 
 
+@pytest.fixture(autouse=True)
+def jdks(monkeypatch):
+    """The JDKs "theirs" chooses from, without asking each installed java its version (a JVM start each)."""
+    from benchlab.running import variants
+
+    monkeypatch.setattr(variants, "installed", lambda: {"/jdk17/bin/java": 17, "/jdk25/bin/java": 25})
+
+
 def test_a_replay_read_back_finds_each_experiments_folder_and_says_how_it_ran(tmp_path, capsys, caplog):
     table = claims.read()
     chosen = replay.replayable(replay.select(table, ["wrk write-up", "jhipster"]))
@@ -30,8 +41,8 @@ def test_a_replay_read_back_finds_each_experiments_folder_and_says_how_it_ran(tm
         for repeat in (1, 2):
             store(tmp_path / "wrk", server, repeat)
     seeds = reproduce.Seeds(duration="2s", users=[100], loops=[1000], count_drivers=["jmeter"])
-    done = reproduce.experiments(chosen, table, ["wrk", "h2load-count"], seeds, servers=SERVERS,
-                                 baseline="spring-tomcat", base=tmp_path, run=False)
+    template = Comparison.of(servers=SERVERS, baseline="spring-tomcat")
+    done = reproduce.experiments(chosen, table, ["wrk", "h2load-count"], seeds, template, base=tmp_path, run=False)
     said = caplog.text  # a warning of the benchlab log: in a notebook, its stderr
     # jhipster compares Jetty with Undertow, and Undertow is not asked for: its experiment does not run
     assert "h2load-count: each of its claims compares a server that is not in servers, so it does not run" in said
@@ -58,3 +69,33 @@ def test_the_published_setups_beside_ours_come_from_the_claims_table():
     here = table["here"].to_dict()
     assert here["wrk load"] == "one thread per load core, 200 connections, 10s after auto warm-up, hello"
     assert here["JMeter load"] == "100 x 100 and 1000 x 10 users x loops, reflect, with jmeter and wrk"
+
+
+def test_each_experiment_is_the_template_changed_by_its_plan_and_takes_compares_one_path(tmp_path, monkeypatch):
+    """The replay builds a Comparison per experiment and hands it to api.carry_out, compare()'s own path: the same
+    comparison compare() built from the keywords the replay merged into it before."""
+    from benchlab import api
+
+    table = claims.read()
+    chosen = replay.replayable(replay.select(table, ["wrk write-up", "JMeter write-up", "jhipster"]))
+    taken = {}
+    monkeypatch.setattr(api, "carry_out", lambda comparison, *, results_dir: taken.setdefault(results_dir, comparison))
+    monkeypatch.setattr(reproduce, "load", lambda *a, **k: None)
+    seeds = reproduce.Seeds(duration="2s", users=[100], loops=[1000], count_drivers=["jmeter", "wrk"])
+    template = Comparison.of(servers=[*SERVERS, "spring-undertow"], baseline="spring-jetty", repeats=2,
+                             warmup="5s", backend="local", server_cpus="0", load_cpus="1")
+    reproduce.experiments(chosen, table, ["wrk", "jmeter", "h2load-count"], seeds, template, base=tmp_path,
+                          stack="both", protocol="both")
+    machine = {"backend": "local", "server_cpus": "0", "load_cpus": "1"}
+    assert taken[tmp_path / "wrk"] == Comparison.of(
+        servers=[*SERVERS, "spring-undertow"], scenarios=["hello"], connections=[200], threads=None, duration="2s",
+        repeats=2, warmup="5s", baseline="spring-jetty", driver=None, **machine)
+    theirs = taken[tmp_path / "their-protocol" / "wrk"]
+    assert (theirs.repeats, theirs.windows, theirs.run.warmup) == (1, 3, 0.0)
+    plan = replay.plan(chosen, "h2load-count", duration=2.0, count_scale=0.1, servers=template.servers)["options"]
+    assert taken[tmp_path / "h2load-count"] == Comparison.of(**plan, repeats=2, warmup="5s", baseline="spring-jetty",
+                                                             **machine)
+    assert sorted(p.name for p in taken if p.parent == tmp_path) == ["count-jmeter", "count-wrk", "h2load-count", "wrk"]
+    assert taken[tmp_path / "count-wrk"].run.driver == "wrk" and taken[tmp_path / "count-wrk"].run.load == "count"
+    on_theirs = taken[tmp_path / "their-stack" / "wrk"].run
+    assert (on_theirs.java, on_theirs.backend, on_theirs.server_cpus) == ("/jdk25/bin/java", "local", "0")

@@ -6,7 +6,7 @@ records (:mod:`benchlab.store.results`) and hand them to the statistics modules.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import ResultsError
@@ -42,7 +42,7 @@ class Suite:
     borrow: bool = True
     #: Where that history is read: results folders, or None for the results root's comparisons (this suite's own
     #: runs and other machines' are never its history). ``compare(history=)``.
-    history: tuple | None = None
+    history: str | Sequence[str] | None = None  # as compare() took it
 
     def __init__(self, records: Iterable[Run], *, baseline: str | None = None, path: str | None = None,
                  damaged: Iterable[str] = (), strict: bool = False):

@@ -133,7 +133,8 @@ def _rate_plan(first, options: dict, *, duration: float) -> dict:
     return {"options": options, "said": said}
 
 
-def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, repeats: int, warmup) -> dict:
+def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, repeats: int | str,
+                     warmup) -> dict:
     """The ``compare()`` options of protocol ``which`` (:data:`PROTOCOLS`) for ``experiment``, and the
     protocol in words. controlled: ``repeats`` fresh servers each, interleaved, warmed by ``warmup``;
     theirs: the source's warm-up (none, mostly) and its runs, back to back against one server each

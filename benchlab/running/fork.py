@@ -40,7 +40,7 @@ def launch(spec: RunSpec, run_id: str, log_path: Path, *, backend=None, **change
     if not spec.server.starts:
         return Attached(spec.server)
     spec.build()
-    backend = backend or backends.get(spec.backend, **spec.backend_options)
+    backend = backend or backends.get(spec.backend, spec.docker)
     return backend.start(spec.server, dataclasses.replace(spec.launch(run_id, log_path), **changes))
 
 
@@ -65,7 +65,7 @@ class Fork:
         self.started_at = now()
         self.name = ""                      # its first run id and when it started: unique across folders
         self.driver = drivers.get(spec.driver, spec.load.model)
-        self.backend = backends.get(spec.backend, **spec.backend_options)
+        self.backend = backends.get(spec.backend, spec.docker)
         self.log_path = self.windows[0][0] / "server.log"
         self.meta: dict = {}                # what its windows share: the machine, the server's facts, its checks
         self.runner: Any = None             # the docker backend may run the load tool in a container
@@ -168,7 +168,7 @@ class Fork:
         """The cores this fork holds on this machine while it runs (:func:`benchlab.store.locks.cores`): its
         server's and its load's, none when its server runs on another docker engine."""
         spec = self.spec
-        return () if spec.backend_options.get("docker_host") else (*spec.server_cpus, *spec.load_cpus)
+        return () if spec.docker.docker_host else (*spec.server_cpus, *spec.load_cpus)
 
     def alive(self) -> bool:
         """Whether the fork is going and has windows left to measure."""

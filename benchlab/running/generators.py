@@ -20,6 +20,7 @@ import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import LoadError, UsageError
 from ..schema import ERROR_COLUMNS, PERCENTILE_COLUMNS
@@ -27,6 +28,9 @@ from ..store.histogram import Histogram
 from ..store.histogram import read as read_histogram
 from . import drivers
 from .load import Load
+
+if TYPE_CHECKING:
+    from .backends.base import DockerOptions
 
 LOCAL = "local"
 #: The load tools a spread load runs, and the load model each splits.
@@ -74,7 +78,7 @@ def hosts(load_hosts) -> tuple[str, ...]:
     return found
 
 
-def check(found: tuple[str, ...], *, driver: str, load: Load, docker: dict) -> None:
+def check(found: tuple[str, ...], *, driver: str, load: Load, docker: DockerOptions) -> None:
     """Refuse a spread load benchlab cannot run, before anything starts."""
     if not found:
         return
@@ -88,7 +92,7 @@ def check(found: tuple[str, ...], *, driver: str, load: Load, docker: dict) -> N
     if driver == "vegeta" and any(h != LOCAL for h in found):
         raise UsageError("a docker engine's generator runs wrk only: give vegeta local generators "
                          "(load_hosts=local,local)")
-    if docker.get("load_in_container") or docker.get("load_docker_host"):
+    if docker.load_in_container or docker.load_docker_host:
         raise UsageError("load_hosts places the load itself: drop load_in_container and load_docker_host")
     if driver == "wrk" and load.connections < n:
         raise UsageError(f"connections={load.connections} cannot be split across {n} generators: give at least {n} "

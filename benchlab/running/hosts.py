@@ -113,15 +113,15 @@ def check(machines: list[Host], schedule: list[tuple[int, RunSpec]]) -> None:
         client = engine.connect(machine.server, timeout=PING_TIMEOUT)
         try:
             for name, spec in specs.items():
-                missing = native_images.lacking(client, spec.server, base_image=spec.backend_options.get(
-                    "base_image"), wrk=bool(spec.backend_options.get("load_in_container")) and machine.load is None)
+                missing = native_images.lacking(client, spec.server, base_image=spec.docker.base_image,
+                                                wrk=bool(spec.docker.load_in_container) and machine.load is None)
                 if missing:
                     raise UsageError(f"host {machine.name} lacks the image {missing[0]} of {name}: build it there "
                                      f"(benchlab image all --docker-host {machine.server}) or copy it (docker save "
                                      f"{missing[0]} | docker -H {machine.server} load)")
         finally:
             client.close()
-        if machine.load is not None and any(spec.backend_options.get("load_in_container") for spec in specs.values()):
+        if machine.load is not None and any(spec.docker.load_in_container for spec in specs.values()):
             _wrk_on(machine)
 
 
@@ -140,10 +140,9 @@ def _wrk_on(machine: Host) -> None:
 
 def on(spec: RunSpec, machine: Host) -> RunSpec:
     """``spec`` run on ``machine``: its engines, and the host it records."""
-    options = {**spec.backend_options, "docker_host": machine.server}
-    if machine.load is not None:
-        options["load_docker_host"] = machine.load
-    return dataclasses.replace(spec, backend_options=options, host=machine.name)
+    load = spec.docker.load_docker_host if machine.load is None else machine.load
+    docker = dataclasses.replace(spec.docker, docker_host=machine.server, load_docker_host=load)
+    return dataclasses.replace(spec, docker=docker, host=machine.name)
 
 
 def alive(machine: Host) -> bool:

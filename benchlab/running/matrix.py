@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import random
 
-from ..errors import UsageError
+from ..errors import BenchlabError, UsageError
 from ..schema import AUTO, INTERLEAVES, ORDERS, RESTARTS
 from ..store.files import slug
 from . import factors as factor_specs
@@ -27,10 +27,10 @@ def as_list(value, name: str) -> list:
     return values
 
 
-def load_points(load: str, connections, users, loops, rates) -> list[dict]:
+def load_points(c: Comparison) -> list[dict]:
     """The load settings of the matrix: connections (duration), users x loops pairs (count) or rates."""
-    if load == "count":
-        users_, loops_ = as_list(users, "users"), as_list(loops, "loops")
+    if c.run.load == "count":
+        users_, loops_ = as_list(c.users, "users"), as_list(c.loops, "loops")
         if len(users_) == 1 and len(loops_) > 1:
             users_ = users_ * len(loops_)
         if len(loops_) == 1 and len(users_) > 1:
@@ -39,12 +39,12 @@ def load_points(load: str, connections, users, loops, rates) -> list[dict]:
             raise UsageError("users and loops pair up: give lists of the same length, e.g. users=[100, 1000], "
                              "loops=[1000, 100]")
         return [{"users": u, "loops": n, "connections": u} for u, n in zip(users_, loops_)]
-    if load == "rate":
-        if rates is None:
+    if c.run.load == "rate":
+        if c.rates is None:
             raise UsageError("a rate comparison needs rates=[...] in requests per second, e.g. rates=[500, 1000]")
-        return [{"rate": r, "connections": c} for r in as_list(rates, "rates")
-                for c in as_list(connections, "connections")]
-    return [{"connections": c} for c in as_list(connections, "connections")]
+        return [{"rate": r, "connections": n} for r in as_list(c.rates, "rates")
+                for n in as_list(c.connections, "connections")]
+    return [{"connections": n} for n in as_list(c.connections, "connections")]
 
 
 def load_tag(spec: RunSpec) -> str:
@@ -164,7 +164,7 @@ def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int
     cells = []
     named = c.scenarios is not None
     for scenario in as_list(c.scenarios, "scenarios") if named else [DEFAULT_SCENARIO]:
-        for point in load_points(c.run.load, c.connections, c.users, c.loops, c.rates):
+        for point in load_points(c):
             for setting in varied:
                 options = dataclasses.replace(c.run, **point, **setting)
                 cells.append([prepare(s, scenario if named else server_names.get(s).own(scenario),
@@ -179,6 +179,29 @@ def matrix(comparison: Comparison, repeats: int | None = None) -> list[tuple[int
             rng.shuffle(block)
         runs.extend((repeat, spec) for spec in block)
     return runs
+
+
+def baseline_of(baseline, names: list[str]) -> str:
+    """The server every ratio is taken against, of the schedule's ``names``: ``baseline`` (a name or a server),
+    else the first server.
+
+    >>> names = ["spring-tomcat", "spring-jetty"]
+    >>> baseline_of(None, names), baseline_of("spring-jetty", names)
+    ('spring-tomcat', 'spring-jetty')
+    """
+    if baseline is None:
+        return names[0]
+    name = baseline if baseline in names else _server_name(baseline)
+    if name not in names:
+        raise UsageError(f"unknown baseline {baseline!r}: choose one of {', '.join(names)}")
+    return name
+
+
+def _server_name(name) -> str:
+    try:
+        return server_names.get(name).name
+    except BenchlabError:  # not a server benchlab knows: the unknown baseline error names it as given
+        return str(name)
 
 
 def suite_id(runs: list[tuple[int, RunSpec]]) -> str:

@@ -1,13 +1,13 @@
 """The options of run() and compare(), declared once: each one's name, type, default, help and command-line form.
 
-Two frozen dataclasses are the declaration. :class:`RunOptions` holds what every run takes (its load, its cores,
-its server's launch, its retakes); :class:`Comparison` what only a comparison takes (its servers and load
-points, its design and budget) with the run options its runs share. Each field says how the command line reads
-it and its help; :data:`OPTIONS` lists them, with the few options that are neither (the server of a run, where
-results go), in the form the command line (:mod:`benchlab.cli`) and the notebooks' parameters cells
-(:func:`parameters_cell`) are made from. :func:`benchlab.run` and :func:`benchlab.compare` name every option in
-their signatures with these defaults (``tests/test_options.py`` holds them together) and build the object at the
-door; everything below takes it, so ``warmup`` is followed by its name from ``compare()`` to the warm-up rule.
+Two frozen dataclasses are the declaration. :class:`RunOptions` holds what every run takes (its load, its cores, its
+server's launch, its retakes); :class:`Comparison` what only a comparison takes (its servers and load points, its
+design and budget) with the run options its runs share. Each field says how the command line reads it and its help;
+:data:`OPTIONS` lists them, with the few options that are neither (the server of a run, where results go), in the
+form the command line (:mod:`benchlab.cli`) and the notebooks' parameters cells (:func:`parameters_cell`) are made
+from. :func:`benchlab.run` and :func:`benchlab.compare` name every option in their signatures with these defaults
+(``tests/test_options.py`` holds them together) and build the object at the door; everything below takes it, so
+``warmup`` is followed by its name from ``compare()`` to the warm-up rule.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from ..schema import (
 if TYPE_CHECKING:
     from .servers import Server
 
-#: How the command line reads an option's value (:class:`Option`), and whose option it is.
+#: How the command line reads an option's value (:class:`Option`): text, int, float, bool (--x / --no-x), texts/ints/
+#: floats (comma-separated lists), repeat (the flag once per value) or count (a whole number or auto); whose it is.
 OptionKind = Literal["text", "int", "float", "bool", "texts", "ints", "floats", "repeat", "count"]
 Where = Literal["run", "compare", "both"]
 
@@ -75,13 +76,8 @@ DEFAULT_SERVERS = ("spring-tomcat", "spring-jetty", "spring-undertow")
 
 @dataclass(frozen=True)
 class Option:
-    """One option: its name in Python and the notebooks, how the command line reads it, its default and help.
-
-    ``kind`` is how a command-line value becomes a Python one: ``text``, ``int``, ``float``, ``bool``
-    (``--x`` / ``--no-x``), ``texts``/``ints``/``floats`` (comma-separated lists) or ``repeat`` (the flag
-    given once per value) or ``count`` (a whole number or ``auto``). ``where`` is ``run``, ``compare`` or
-    ``both``.
-    """
+    """One option: its name in Python and the notebooks, how the command line reads it (``kind``), whose it is
+    (``where``), its default and help."""
 
     name: str
     kind: OptionKind
@@ -218,10 +214,14 @@ class Comparison:
     @classmethod
     def of(cls, **given) -> Comparison:
         """A comparison from compare()'s keywords: its own and its runs' (the matrix sets each run's load point)."""
-        own = {f.name for f in dataclasses.fields(cls) if f.name != "run"}
-        mine = {k: v for k, v in given.items() if k in own}
-        shared = {k: v for k, v in given.items() if k not in own}
-        return cls(**mine, run=RunOptions.of(**shared))
+        return cls().changed(**given)
+
+    def changed(self, **given) -> Comparison:
+        """This comparison with the options ``given`` by name, read as :meth:`of` reads them (a template's)."""
+        own = {f.name for f in dataclasses.fields(self) if f.name != "run"}
+        shared = _known(RunOptions, {k: v for k, v in given.items() if k not in own}, "run options")
+        return dataclasses.replace(self, **{k: v for k, v in given.items() if k in own},
+                                   run=dataclasses.replace(self.run, **shared))
 
     def __post_init__(self) -> None:
         for name, old in OLD_VALUES.items():  # an old spelling read as the new

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import cores, schema
@@ -37,7 +37,7 @@ class RunSpec:
     port: int | None = None
     startup_timeout: float = 90.0
     allow_remote: bool = False
-    backend_options: dict = field(default_factory=dict)
+    docker: backends.DockerOptions = backends.DockerOptions()  # stored as its backend_options, those given
     sample_interval: float = 0.25
     retakes: int = 2
     #: the load's generators (:mod:`benchlab.running.generators`); empty: one load tool, as without load_hosts
@@ -72,7 +72,7 @@ class RunSpec:
             "java": self.java,
             "cds": self.cds,
             "repeat": repeat,
-            "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
+            "backend_options": {k: str(v) for k, v in sorted(self.docker.given().items())},
             # A variant's settings, only when given: the runs of a plain server keep the keys they had; so too
             # a pipelined load's depth.
             **self.server.settings.asked(),
@@ -105,7 +105,7 @@ class RunSpec:
         only forks with the same key): its name and settings, cores, JVM options, java, archive, memory, port,
         backend and engine."""
         parts = [self.server.name, self.server_cpus, self.jvm_opts, self.server_java, self.cds, self.memory,
-                 self.port, self.backend, sorted(self.backend_options.items())]
+                 self.port, self.backend, sorted(self.docker.given().items())]
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
     def cell_key(self, label: str | None = None) -> str:
@@ -160,11 +160,11 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
         raise UsageError(f"retakes is a whole number from 0 to {MAX_RETAKES} (0: never measure a disturbed window "
                          f"again), not {o.retakes!r}")
     if o.backend == "docker":
-        _check_docker(o.docker_host, o.load_docker_host, o.memory, allow_remote=o.allow_remote)
+        _check_docker(o)
     spec = RunSpec(
         server=server, scenario=scenario_, load=load, driver=driver.name, backend=o.backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=o.cds, memory=o.memory,
-        port=o.port, startup_timeout=startup, allow_remote=o.allow_remote, backend_options=docker,
+        port=o.port, startup_timeout=startup, allow_remote=o.allow_remote, docker=docker,
         retakes=o.retakes, load_hosts=load_hosts,
     )
     if tools:
@@ -200,13 +200,13 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
                 pipeline=o.pipeline, keepalive=o.keepalive)
 
 
-def _docker_options(o: RunOptions) -> dict:
-    """The docker-only options that were given; given with another backend they are a mistake."""
-    docker = {name: getattr(o, name) for name in DOCKER_OPTIONS}
-    docker = {k: v for k, v in docker.items() if v not in (None, False)}
-    if docker and o.backend != "docker":
-        raise UsageError(f"{', '.join(docker)} applies to backend='docker' (--backend docker); add it or drop "
-                         f"{'this option' if len(docker) == 1 else 'these options'}")
+def _docker_options(o: RunOptions) -> backends.DockerOptions:
+    """The docker-only options; given with another backend they are a mistake."""
+    docker = backends.DockerOptions(**{name: getattr(o, name) for name in DOCKER_OPTIONS})
+    given = docker.given()
+    if given and o.backend != "docker":
+        raise UsageError(f"{', '.join(given)} applies to backend='docker' (--backend docker); add it or drop "
+                         f"{'this option' if len(given) == 1 else 'these options'}")
     return docker
 
 
@@ -229,12 +229,12 @@ def _check_port(port, server: servers.Server) -> None:
                          "unset and benchlab picks a free one")
 
 
-def _check_docker(docker_host, load_docker_host, memory, *, allow_remote: bool) -> None:
+def _check_docker(o: RunOptions) -> None:
     """The engines are where they may be and answer, and the memory limit reads."""
     from .backends.docker import containers, engine
 
-    engine.check_engine(docker_host, allow_remote=allow_remote)
-    if load_docker_host:
-        engine.check_engine(load_docker_host, allow_remote=allow_remote, role="load")
-    containers.parse_memory(memory)
-    engine.connect(docker_host, timeout=10).close()
+    engine.check_engine(o.docker_host, allow_remote=o.allow_remote)
+    if o.load_docker_host:
+        engine.check_engine(o.load_docker_host, allow_remote=o.allow_remote, role="load")
+    containers.parse_memory(o.memory)
+    engine.connect(o.docker_host, timeout=10).close()

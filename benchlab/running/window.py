@@ -55,7 +55,7 @@ def groups(spec) -> dict[str, tuple[int, ...]]:
     """The run's cores by who runs there; none where the server is on another machine (a remote docker engine) or
     is not benchlab's (``Server.from_url``: its process and its cores are unknown, so no CPU there is the run's
     own or another's to tell)."""
-    if spec.backend_options.get("docker_host") or not spec.server.starts:
+    if spec.docker.docker_host or not spec.server.starts:
         return {}
     server = tuple(spec.server_cpus)
     return {"server": server, "load": tuple(c for c in spec.load_cpus if c not in server)}

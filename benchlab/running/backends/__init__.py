@@ -7,12 +7,11 @@ instance, so ``run()`` does not care which backend it has.
 
 from __future__ import annotations
 
-import inspect
-
 from ...errors import UsageError
 from ...schema import BACKENDS
 from .base import (
     Backend,
+    DockerOptions,
     Instance,
     Launch,
     check_port_free,
@@ -23,35 +22,31 @@ from .base import (
     wait_ready,
 )
 
-__all__ = ["NAMES", "get", "Backend", "Instance", "Launch", "check_port_free", "free_port", "holder", "port_in_use",
-           "start_failure_hint", "wait_ready"]
+__all__ = ["NAMES", "get", "Backend", "DockerOptions", "Instance", "Launch", "check_port_free", "free_port", "holder",
+           "port_in_use", "start_failure_hint", "wait_ready"]
 
 NAMES = BACKENDS
 
 
-def get(name: str, **options) -> Backend:
-    """The backend ``name`` with ``options``, each checked against the ones its constructor names.
+def get(name: str, docker: DockerOptions | None = None) -> Backend:
+    """The backend ``name``, the docker one with its ``docker`` options; given to another backend they are a mistake.
 
     >>> get("local").name
     'local'
-    >>> get("local", memory="1g")
+    >>> get("local", DockerOptions(base_image="eclipse-temurin:17-jre"))
     Traceback (most recent call last):
-    benchlab.errors.UsageError: the local backend has no option memory: it takes none
+    benchlab.errors.UsageError: the local backend takes no docker option: drop base_image
     """
-    cls: type[Backend]
+    docker = docker or DockerOptions()
     if name == "local":
         from .local import LocalBackend
 
-        cls = LocalBackend
-    elif name == "docker":
+        if docker.given():
+            raise UsageError(f"the local backend takes no docker option: drop {', '.join(docker.given())}")
+        return LocalBackend()
+    if name == "docker":
         from .docker import DockerBackend
 
-        cls = DockerBackend
-    else:
-        raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")
-    accepted = list(inspect.signature(cls).parameters)
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        takes = ", ".join(accepted[:-1]) + " and " + accepted[-1] if len(accepted) > 1 else "".join(accepted) or "none"
-        raise UsageError(f"the {name} backend has no option {', '.join(unknown)}: it takes {takes}")
-    return cls(**options)
+        return DockerBackend(docker_host=docker.docker_host, base_image=docker.base_image,
+                             load_in_container=docker.load_in_container, load_docker_host=docker.load_docker_host)
+    raise UsageError(f"unknown backend {name!r}: choose one of {', '.join(NAMES)}")

@@ -7,7 +7,7 @@ import socket
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +32,26 @@ class Launch:
     #: The cores a local JVM may also use while it starts (the run holds them: no load runs yet); it is
     #: pinned to ``cpus`` once it answers. Empty: it starts on ``cpus``.
     start_cpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """The options only the docker backend reads (``RunSpec.docker``; their help is
+    :data:`benchlab.running.options.DOCKER_OPTIONS`'s fields'): the server's engine, the servers' base image, and
+    the load tool in a container of its own, on that engine or another.
+
+    >>> DockerOptions(docker_host="unix:///d.sock").given()
+    {'docker_host': 'unix:///d.sock'}
+    """
+
+    docker_host: str | None = None
+    base_image: str | None = None
+    load_in_container: bool = False
+    load_docker_host: str | None = None
+
+    def given(self) -> dict:
+        """The options given (neither None nor False), by name: what a run stores as its ``backend_options``."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, False)}
 
 
 class Instance(Protocol):
