@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from ..schema import COST_COLUMNS
 from . import formatting
 from .numbers import UNITS
 from .numbers import ms as _ms  # one formatter for the terminal, the notebooks and the report
@@ -132,22 +131,15 @@ def warmup_line(runs) -> str:
     return "warm-up: " + "; ".join(parts)
 
 
-def cost_metrics(runs) -> tuple[str, ...]:
-    """The figures of cost (:data:`COST_COLUMNS`) worth a verdict in ``runs``: where a load was a fixed rate, so
-    every server did the same work; in a closed loop CPU per request is one over the throughput, nothing new."""
-    if not len(runs) or "load" not in runs or not (runs["load"] == "rate").any():
-        return ()
-    return tuple(c for c in COST_COLUMNS if c in runs and runs[c].notna().any())
-
-
 def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
     """The summary, the verdicts and the flags of a suite, for a terminal; at a fixed rate, what it cost too."""
     import pandas as pd
 
+    from ..analysis import cost
     from ..analysis.cells import varying
 
     with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
-        summary = suite.summary((*metrics, *cost_metrics(suite.runs)))
+        summary = suite.summary((*metrics, *cost.judged(suite.runs)))
         keep = varying(summary)
         several = bool((summary["windows"] > summary["n"]).any()) if len(summary) else False
         columns = ["n", "windows", "mean", "ci_low", "ci_high", "cv", "between_cv", "within_cv"] if several else \
@@ -185,7 +177,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print("  " + verdict)
         for verdict in suite.verdicts("p99")["verdict"]:
             _print("  " + verdict)
-        for metric in cost_metrics(suite.runs):  # at a fixed rate, what serving it cost each server
+        for metric in cost.judged(suite.runs):  # at a fixed rate, what serving it cost each server
             for verdict in suite.verdicts(metric)["verdict"]:
                 _print("  " + verdict)
         _ceiling(suite)

@@ -70,8 +70,9 @@ def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float
     own = machine.tree(pid)
     before = machine.keep_off(spec.server_cpus, spec.load_cpus) if cores else None
     try:
-        quiet = (machine.wait_quiet(cores, own, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT, echo=echo) if cores
-                 else {"waited_s": 0.0, "quiet": None})
+        # benchlab's own process is no other: what it did just before (parsing the last window) ends as this begins
+        quiet = (machine.wait_quiet(cores, own | {_self()}, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT,
+                                    echo=echo) if cores else {"waited_s": 0.0, "quiet": None})
         culprits = machine.Culprits(cores, own | {_self()}, series.OTHER_LIMIT) if cores else None
         measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits, on_second)
     finally:

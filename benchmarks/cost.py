@@ -1,0 +1,57 @@
+"""What the three servlet servers cost at one common paced rate: CPU per request and memory, with intervals and
+verdicts, and the minutes it took.
+
+A comparison as a user would run it (:func:`benchlab.compare` with ``load="rate"``): every server offered the same
+rate by vegeta on the load's core, ``--repeats`` forks a server interleaved in rounds, ``--windows`` windows a fork,
+each fork warmed by ``warmup="auto"``. Printed: the cost summary (CPU per request in µs, resident memory steady and
+peak in MiB, p99 at that rate), each verdict against the baseline, the windows left out and why, and the wall time.
+
+The rate must be one every server carries and the load tool can offer: on this machine vegeta on one core keeps
+10,000 req/s and falls apart at 20,000 (it sent 1,022), while the servers carry 25,000-35,000 in a closed loop, so
+here the load tool, not the slowest server, sets the ceiling of a common rate.
+
+    python3 benchmarks/cost.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rate 5000]
+                               [--repeats 3] [--windows 2] [--duration 5s] [--results DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import benchlab
+from benchlab.analysis import cost, validity
+from benchlab.present import formatting
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
+    parser.add_argument("--rate", type=float, default=5000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--windows", type=int, default=2)
+    parser.add_argument("--duration", default="5s")
+    parser.add_argument("--results", default=None, help="where the runs are stored (default: a new temporary folder)")
+    args = parser.parse_args()
+    began = time.monotonic()
+    suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.rate],
+                             repeats=args.repeats, windows=args.windows, interleave="windows", duration=args.duration,
+                             results_dir=args.results or tempfile.mkdtemp(prefix="benchlab-cost-"), progress=False)
+    minutes = (time.monotonic() - began) / 60
+    judged = cost.judged(suite.runs)
+    print(f"\n{len(suite.runs)} windows of {args.servers} at {args.rate:g} req/s, {args.repeats} forks a server, "
+          f"{args.windows} windows a fork, {args.duration} each; {minutes:.1f} min of wall time")
+    with_p99 = (*judged, "p99")
+    print(formatting.summary(suite.summary(metrics=with_p99)).to_string())
+    print()
+    for metric in with_p99:
+        for line in suite.verdicts(metric)["verdict"]:
+            print("  " + line)
+    _, left = validity.usable(suite.runs)
+    for why in left.values():
+        print("  " + validity.said(why))
+
+
+if __name__ == "__main__":
+    main()

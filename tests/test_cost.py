@@ -1,0 +1,54 @@
+"""What serving costs, end to end: two real Spring servers offered one paced rate (vegeta), their CPU per request and
+memory judged with intervals, and a run that could not keep its rate flagged and left out."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import benchlab
+from benchlab.analysis import cost, validity
+from benchlab.present import terminal
+
+pytestmark = pytest.mark.integration
+
+SERVERS = ["spring-tomcat", "spring-undertow"]
+
+
+def test_two_servers_at_one_rate_cost_with_intervals(jars, tmp_path, no_jvm_left, capsys):
+    suite = benchlab.compare(SERVERS, ["hello"], load="rate", rates=[3000], repeats=2, windows=2, duration="3s",
+                             results_dir=tmp_path, progress=False)
+    runs = suite.runs[suite.runs["status"] == "ok"]
+    assert len(runs) == 8 and cost.judged(suite.runs) == ("cpu_per_request", "server_rss_mean", "server_rss_max")
+    for _, run in runs.iterrows():
+        answered = run["requests"] - run["errors_total"]
+        assert run["server_cpu_s"] > 0 and run["cpu_per_request"] * answered == pytest.approx(run["server_cpu_s"])
+        # two measures of one thing: the kernel's count read before and after, and the monitor's sampled % of a core
+        sampled = run["server_cpu_mean"] / 100 * run["elapsed_s"] / answered
+        assert 0.7 < run["cpu_per_request"] / sampled < 1.4, (run["cpu_per_request"], sampled)
+    summary = suite.summary(metrics=cost.judged(suite.runs))
+    per_request = summary[summary["metric"] == "cpu_per_request"]
+    assert set(per_request["server"]) == set(SERVERS) and (per_request["n"] == 2).all()
+    assert (per_request["ci_low"] > 0).all() and per_request["ci_high"].map(math.isfinite).all(), \
+        "an interval on each server's CPU per request, above 0, from the clean windows' fork means"
+    verdict = suite.verdicts("cpu_per_request").iloc[0]
+    assert verdict["judged"] and math.isfinite(verdict["change"]) and "cpu_per_request" in verdict["verdict"]
+    assert verdict["better"] in SERVERS if verdict["significant"] else verdict["better"] is None
+    terminal.print_suite(suite)
+    shown = capsys.readouterr().out
+    assert "cpu_per_request (µs)" in shown and "spring-undertow vs spring-tomcat:" in shown
+    assert any(line.strip().startswith("spring-undertow vs spring-tomcat:") and "cpu_per_request" in line
+               for line in shown.splitlines())
+
+
+def test_a_run_that_cannot_keep_its_rate_is_flagged_and_left_out(jars, tmp_path, no_jvm_left):
+    # Tomcat's 200 threads sleeping 100 ms each answer at most 2,000 req/s: offered 3,000, it falls behind
+    run = benchlab.run("spring-tomcat", "sleep:100", load="rate", rate=3000, duration="3s", warmup="2s",
+                       results_dir=tmp_path)
+    assert run.metrics["achieved_rps"] < 0.99 * 3000 <= run.metrics["sent_rps"] * 1.01
+    stored = benchlab.load(tmp_path)
+    flags = stored.flags()
+    assert "rate_shortfall" in set(flags["flag"])
+    used, left = validity.usable(stored.runs)
+    assert used.empty and "short of their asked rate" in validity.said(next(iter(left.values())))
