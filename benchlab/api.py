@@ -33,11 +33,11 @@ from .store.results import Run
 
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
-        warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rate=None, ramp_up=0, plan=None,
-        driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(),
-        java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None,
-        base_image=None, load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, results_dir=None,
-        label=None) -> Run:
+        warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rate=None, slo=None, ramp_up=0,
+        plan=None, driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None,
+        jvm_opts=(), java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False,
+        docker_host=None, base_image=None, load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2,
+        results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -52,6 +52,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     server : "spring-tomcat", "spring-jetty", "spring-undertow", "spring-webflux", or a :class:`Server`
     scenario : "hello", "json", "reflect", "sleep", "sleep:<ms>", "echo" (built-ins) or a path (custom)
     load : "duration" (wrk), "count" (``users`` x ``loops``: h2load or JMeter) or "rate" (``rate``/s: vegeta)
+    slo : with ``load="rate"``, e.g. "p99<5ms": the window is a search for the highest paced rate whose p99 stays
+        under 5 ms, from ``rate`` up, held and measured; its ``capacity_rps`` is the rate found (docs/cost.md)
     pipeline, keepalive : a "duration" load's requests a connection sends together (HTTP/1.1 pipelining); a
         "rate" or "duration" load's connection a request (``keepalive=False``)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
@@ -99,7 +101,7 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, windows=None,
             interleave=None, precision=0.03, max_repeats=10, budget=None, threads=None, duration="30s",
             warmup="auto", warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rates=None,
-            ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
+            slo=None, ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
             restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,

@@ -57,9 +57,12 @@ RESOURCES = (
     # a load spread over several generators (benchlab.running.generators): the busiest one's CPU over the cores
     # its threads could use, and their count; the generator_bound flag judges each generator on its own by these
     "generator_busy", "generator_cores",
-    # what the window cost the server (benchlab.running.window): its process tree's CPU time over the window, user
+    # what the window cost the server (benchlab.running.cost): its process tree's CPU time over the window, user
     # and system, read exactly before and after the load (the container's cgroup in docker), and that per answer
     "server_cpu_s", "cpu_per_request",
+    # a capacity search (slo=, benchlab.running.cost.search): the highest rate that met the limit, what stopped the
+    # search ("server", or "load tool", "limit", "steps": flagged capacity_unfound), its steps and their time
+    "capacity_rps", "capacity_by", "search_steps", "search_s",
 )
 
 #: The figures of what serving cost: CPU seconds per answer, and resident memory (steady: the window's mean; peak:
@@ -93,7 +96,7 @@ SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 #: What a run was asked to do, as the runs frame shows it: its server, its cell (:data:`CELL`, the label
 #: aside) and what :data:`NOT_CELL` leaves out of it.
 PARAMS = (
-    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "pipeline",
+    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "slo", "pipeline",
     "keepalive", "ramp_up", "plan",
     "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators", "server_cpus",
     "load_cpus", "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork", "host",
@@ -134,7 +137,7 @@ COLUMNS = (
 #: machine or the change measured, as the user names it). :func:`cell` names a run's cell; runs that differ
 #: in any of these are never pooled.
 CELL = (
-    "scenario", "load", "driver", "connections", "rate", "users", "loops", "threads", "pipeline", "keepalive",
+    "scenario", "load", "driver", "connections", "rate", "slo", "users", "loops", "threads", "pipeline", "keepalive",
     "ramp_up", "plan", "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators",
     "server_cpus", "load_cpus", "memory", "jvm_opts", "java", "cds", "label",
 )
@@ -186,6 +189,8 @@ FLAGS = {
                       "driver or the server could not keep the rate, so latencies and cost are not those of the "
                       "target load",
     "shared_cores": "the server and the load generator shared cores: each slowed the other",
+    "capacity_unfound": "the capacity search did not find the server's limit ({why}), so the rate held is not its "
+                        "capacity",
     "failed": "the run failed: {error}",
     "driver_note": "the load tool says: {note}",
     "drifting": "throughput moved {drift:+.1%} from the first half of the measurement to the second, more than "

@@ -12,6 +12,7 @@ here the load tool, not the slowest server, sets the ceiling of a common rate.
 
     python3 benchmarks/cost.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rate 5000]
                                [--repeats 3] [--windows 2] [--duration 5s] [--results DIR]
+                               [--slo p99<1ms --start 1000]    # first each fork's capacity under the limit
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=2)
     parser.add_argument("--duration", default="5s")
     parser.add_argument("--results", default=None, help="where the runs are stored (default: a new temporary folder)")
+    parser.add_argument("--slo", default=None, help="also search each fork's capacity under this limit, e.g. p99<1ms")
+    parser.add_argument("--start", type=float, default=1000, help="the capacity search's first rate")
     args = parser.parse_args()
+    if args.slo:
+        capacity(args)
     began = time.monotonic()
     suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.rate],
                              repeats=args.repeats, windows=args.windows, interleave="windows", duration=args.duration,
@@ -51,6 +56,25 @@ def main() -> None:
     _, left = validity.usable(suite.runs)
     for why in left.values():
         print("  " + validity.said(why))
+
+
+
+def capacity(args) -> None:
+    """Each server's capacity under ``--slo``, ``--repeats`` forks a server, one search a fork, with its verdicts."""
+    began = time.monotonic()
+    suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.start], slo=args.slo,
+                             repeats=args.repeats, windows=1, duration=args.duration, progress=False,
+                             results_dir=tempfile.mkdtemp(prefix="benchlab-capacity-") if not args.results else
+                             f"{args.results}-capacity")
+    minutes = (time.monotonic() - began) / 60
+    print(f"\ncapacity under {args.slo} from {args.start:g} req/s, {args.repeats} forks a server; {minutes:.1f} min")
+    print(formatting.summary(suite.summary(metrics=("capacity_rps",))).to_string())
+    for line in suite.verdicts("capacity_rps")["verdict"]:
+        print("  " + line)
+    runs = suite.runs[suite.runs["status"] == "ok"]
+    for _, run in runs.iterrows():
+        print(f"  {run['id']}: {run['capacity_rps']} req/s, stopped by {run['capacity_by']}, {run['search_steps']} "
+              f"steps in {run['search_s']:.0f} s; cpu_per_request {run['cpu_per_request'] * 1e6:.1f} µs")
 
 
 if __name__ == "__main__":

@@ -497,6 +497,7 @@ MEANINGS = {
     "benchlab.running.window:take(fork=)": "a Fork",
     "benchlab.running.window:_record(fork=)": "a Fork",
     "benchlab.running.window:_live(fork=)": "a Fork",
+    "benchlab.running.window:_measured(fork=)": "a Fork",
     "benchlab.analysis.cells:fork_key(fork=)": "a fork's number in its run's parameters",
     "benchlab.analysis.series:of_run(run=)": "a Run",
     "benchlab.present.terminal:format_run(run=)": "a Run",

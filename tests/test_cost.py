@@ -52,3 +52,46 @@ def test_a_run_that_cannot_keep_its_rate_is_flagged_and_left_out(jars, tmp_path,
     assert "rate_shortfall" in set(flags["flag"])
     used, left = validity.usable(stored.runs)
     assert used.empty and "short of their asked rate" in validity.said(next(iter(left.values())))
+
+
+def test_a_capacity_search_finds_the_knee_a_sweep_of_the_same_fork_finds(jars, tmp_path, no_jvm_left):
+    """Tomcat with 8 threads, each request sleeping 10 ms, carries some 800 req/s: below that p99 is about 10 ms,
+    above it the queue grows for as long as the window lasts. The search (p99 < 50 ms) and then a sweep of 8 rates
+    in the same warm fork, each step as long as the search's."""
+    import dataclasses
+    import time
+
+    from benchlab.running import cost as searching
+    from benchlab.running import window
+    from benchlab.running.fork import Fork
+    from benchlab.running.options import RunOptions
+    from benchlab.running.spec import prepare
+
+    spec = prepare("spring-tomcat+threads8", "sleep:10", RunOptions.of(load="rate", rate=100, slo="p99<50ms",
+                                                                      duration="4s", warmup="10s", retakes=0))
+    with Fork(spec, [(tmp_path / "search", "search")]) as fork:
+        fork.start()
+        fork.warm()
+        began = time.monotonic()
+        run = fork.window()
+        search_s = time.monotonic() - began
+        found = run.metadata["search"]
+        step = dataclasses.replace(spec.load, duration=searching.STEP_MIN)
+        column, limit = searching.parse(spec.load.slo)
+        swept, began = [], time.monotonic()
+        for rate in (500, 600, 650, 700, 750, 800, 850, 900):
+            at = dataclasses.replace(spec, load=dataclasses.replace(step, rate=rate))
+            (tmp_path / f"sweep{rate}").mkdir()
+            measured = window.measure(at, fork.driver, fork.instance, fork.runner, fork.jvm, tmp_path / f"sweep{rate}",
+                                      waited=0.0)
+            swept.append((rate, searching.passes(measured.metrics, column, limit)[0]))
+        sweep_s = time.monotonic() - began
+    capacity = run.metrics["capacity_rps"]
+    assert found["capacity_by"] == "server" and run.metrics["capacity_by"] == "server", found["steps"]
+    assert run.metrics["target_rps"] == capacity and run.metrics["search_steps"] == len(found["steps"]) >= 5
+    last_pass = max((r for r, ok in swept if ok), default=0)
+    first_fail = min((r for r, ok in swept if not ok and r > last_pass), default=float("inf"))
+    assert last_pass * (1 - searching.RESOLUTION) <= capacity <= first_fail * (1 + searching.RESOLUTION), \
+        (capacity, swept, found["steps"])
+    print(f"capacity {capacity:.0f} req/s in {len(found['steps'])} steps, {search_s:.0f} s with the held window; "
+          f"the sweep of 8 rates: {swept}, {sweep_s:.0f} s")

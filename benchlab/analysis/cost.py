@@ -5,12 +5,20 @@ Each window stores the server's CPU seconds over its load and those per answer (
 ``server_rss_max``, peak). They are judged like requests/s, fork means under the one validity rule, where the load
 was a fixed rate (``load="rate"``): every server then did the same work, so a lower figure is a cheaper server. In a
 closed loop each server is driven to its own throughput and CPU per request is one over it; nothing new.
-docs/cost.md says how and its limits.
+
+A capacity search (``slo=``, :func:`benchlab.running.cost.search`) stores each window's ``capacity_rps``, judged
+like requests/s (:func:`searched`), and its steps, read back as a frame by :func:`steps`. docs/cost.md says how
+and its limits.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..schema import COST_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def judged(runs) -> tuple[str, ...]:
@@ -27,3 +35,42 @@ def judged(runs) -> tuple[str, ...]:
     if not len(runs) or "load" not in runs or not (runs["load"] == "rate").any():
         return ()
     return tuple(c for c in COST_COLUMNS if c in runs and runs[c].notna().any())
+
+
+def searched(runs) -> bool:
+    """Whether ``runs`` hold capacity searches (``slo=``): then ``capacity_rps`` gets a summary and verdicts."""
+    return bool(len(runs)) and "capacity_rps" in runs and runs["capacity_rps"].notna().any()
+
+
+#: The columns of :func:`steps`' frame.
+STEP_COLUMNS = ("id", "server", "fork", "slo", "percentile", "step", "rate", "latency_s", "passed", "why",
+                "capacity_rps", "capacity_by", "kept")
+
+
+def steps(records) -> pd.DataFrame:
+    """Every step of every capacity search in ``records``, one row each: the window's ``id``, ``server`` and
+    ``fork``, its ``slo``, the ``percentile`` judged and its ``latency_s`` at the step's offered ``rate``, whether
+    it ``passed`` and ``why`` not, the window's ``capacity_rps`` and ``capacity_by``, and whether the one validity
+    rule ``kept`` the window (:func:`benchlab.analysis.validity.fit`).
+
+    >>> steps([]).columns.tolist()[:6]
+    ['id', 'server', 'fork', 'slo', 'percentile', 'step']
+    """
+    import pandas as pd
+
+    from ..store.results import frame
+    from .validity import fit
+
+    searches = [r for r in records if r.status == "ok" and isinstance(r.metadata.get("search"), dict)]
+    kept = dict(zip((r.id for r in searches), fit(frame(searches)))) if searches else {}
+    rows = []
+    for record in searches:
+        found = record.metadata["search"]
+        column = str(found.get("slo", "p99<")).split("<")[0]
+        for number, step in enumerate(found.get("steps") or [], start=1):
+            rows.append({"id": record.id, "server": record.params.get("server"), "fork": record.params.get("fork"),
+                         "slo": found.get("slo"), "percentile": column, "step": number, "rate": step.get("rate"),
+                         "latency_s": step.get(column), "passed": bool(step.get("passed")), "why": step.get("why"),
+                         "capacity_rps": found.get("capacity_rps"), "capacity_by": found.get("capacity_by"),
+                         "kept": bool(kept.get(record.id))})
+    return pd.DataFrame(rows, columns=list(STEP_COLUMNS))

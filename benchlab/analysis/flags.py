@@ -204,6 +204,17 @@ def _driver_note(runs):
             lambda i: _explain("driver_note", note=notes[i]))
 
 
+#: What a capacity search that did not end at the server's own limit stopped at (:func:`benchlab.running.cost.search`).
+UNFOUND = {"load tool": "the load tool could not send a higher rate", "limit": "its first rate already failed the "
+           "limit: start lower", "steps": "it ran out of steps: start nearer the capacity"}
+
+
+def _capacity_unfound(runs):
+    by = _values(runs, "capacity_by")
+    return (np.array([b in UNFOUND for b in by], dtype=bool),
+            lambda i: _explain("capacity_unfound", why=UNFOUND[by[i]]))
+
+
 def _shared_cores(runs):
     return _shared(_values(runs, "server_cpus"), _values(runs, "load_cpus")), lambda i: FLAGS["shared_cores"]
 
@@ -213,7 +224,8 @@ RUN_RULES = (("errors", _errors), ("generator_bound", _generator_bound), ("littl
              ("delayed_ack", _delayed_ack), ("rate_shortfall", _rate_shortfall), ("not_warm", _not_warm),
              ("jit_active", _jit_active), ("gc_heavy", _gc_heavy), ("server_idle", _server_idle),
              ("interference", interference_rule), ("steal", steal_rule), ("dip", dip_rule),
-             ("drifting", _drifting), ("driver_note", _driver_note), ("shared_cores", _shared_cores))
+             ("capacity_unfound", _capacity_unfound), ("drifting", _drifting), ("driver_note", _driver_note),
+             ("shared_cores", _shared_cores))
 
 
 def runs_flags(runs: pd.DataFrame) -> list[list[tuple[str, str]]]:

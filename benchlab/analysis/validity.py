@@ -32,6 +32,7 @@ INVALID = {
     "generator_bound": "bound by their load generator",
     "errors": "with failed requests above 0.1% of their requests",
     "rate_shortfall": "short of their asked rate",
+    "capacity_unfound": "whose capacity search stopped short of the server's limit",
     "not_warm": "not warm",
     "jit_active": "measured while their JIT was still compiling",
     "gc_heavy": "heavy with GC pauses",

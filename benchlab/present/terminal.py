@@ -139,7 +139,8 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
     from ..analysis.cells import varying
 
     with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 120):
-        summary = suite.summary((*metrics, *cost.judged(suite.runs)))
+        judged = (*cost.judged(suite.runs), *(("capacity_rps",) if cost.searched(suite.runs) else ()))
+        summary = suite.summary((*metrics, *judged))
         keep = varying(summary)
         several = bool((summary["windows"] > summary["n"]).any()) if len(summary) else False
         columns = ["n", "windows", "mean", "ci_low", "ci_high", "cv", "between_cv", "within_cv"] if several else \
@@ -177,7 +178,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             _print("  " + verdict)
         for verdict in suite.verdicts("p99")["verdict"]:
             _print("  " + verdict)
-        for metric in cost.judged(suite.runs):  # at a fixed rate, what serving it cost each server
+        for metric in judged:  # at a fixed rate, what serving it cost each server; with slo=, what each carried
             for verdict in suite.verdicts(metric)["verdict"]:
                 _print("  " + verdict)
         _ceiling(suite)

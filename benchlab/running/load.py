@@ -80,6 +80,7 @@ class Load:
     plan: str | None = None
     pipeline: int = 1
     keepalive: bool = True
+    slo: str | None = None  # a rate load's capacity search: "p99<5ms" (benchlab.running.cost); rate: its start
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -121,6 +122,14 @@ class Load:
             raise UsageError(f"keepalive=False opens a connection per request of a rate or duration load; a "
                              f"{'pipelined' if self.pipeline > 1 else self.model} load keeps its connections: drop "
                              f"keepalive or {'pipeline' if self.pipeline > 1 else 'use load=rate'}")
+        if self.slo is not None:
+            from .cost import parse
+
+            column, limit = parse(self.slo)
+            if self.model != "rate":
+                raise UsageError(f"slo={self.slo!r} searches the highest paced rate under a latency limit: it needs "
+                                 f"load='rate' (an open loop, rates the search's first rate), not {self.model!r}")
+            object.__setattr__(self, "slo", f"{column}<{limit * 1e3:g}ms")
         _positive_int("pipeline", self.pipeline)
         if self.pipeline > 1 and self.model != "duration":
             raise UsageError(f"pipeline={self.pipeline} pipelines a timed closed loop (load='duration', wrk); a "
@@ -158,6 +167,10 @@ class Load:
     @property
     def planned_seconds(self) -> float:
         """How long the measured phase is expected to take, for progress and ETA."""
+        if self.slo is not None:  # a capacity search: some 12 steps of half a window, then the held window
+            from .cost import STEP_MIN, STEP_SHARE
+
+            return self.duration + 12 * max(STEP_MIN, STEP_SHARE * self.duration)
         requests = self.requests
         if requests is not None:
             # A guess of 20k requests/s: only used for an ETA before the first run has finished.

@@ -102,9 +102,8 @@ def option(default, kind: OptionKind, help: str, *, choices: tuple = (), aliases
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Every option of one run: :func:`benchlab.run`'s, and those a comparison's runs share.
-
-    Checked, with the server and its scenario, by :func:`benchlab.running.spec.prepare` into a ``RunSpec``.
+    """Every option of one run: :func:`benchlab.run`'s, and those a comparison's runs share; checked, with the
+    server and its scenario, by :func:`benchlab.running.spec.prepare` into a ``RunSpec``.
 
     >>> RunOptions.of(duration="5s", warmup="2s").warmup
     '2s'
@@ -123,6 +122,9 @@ class RunOptions:
     users: int | None = option(None, "int", "count model: parallel users")
     loops: int | None = option(None, "int", "count model: requests per user")
     rate: float | None = option(None, "float", "rate model: requests per second")
+    slo: str | None = option(None, "text", "rate model: each window a search for the fork's capacity, the highest "
+                             "paced rate whose percentile stays under a limit, e.g. p99<5ms, from rate up "
+                             "(docs/cost.md)")
     ramp_up: str | float = option(0, "text", "jmeter: the time over which its users start, e.g. 5s")
     plan: str | None = option(None, "text", "jmeter: a .jmx test plan of your own")
     driver: str | None = option(None, "text", "wrk, h2load, jmeter or vegeta (default: the load model's own)")
@@ -341,9 +343,7 @@ def parameters_cell(where: str = "compare", skip=("progress",)) -> list[str]:
     import textwrap
 
     lines = []
-    for o in options(where):
-        if o.name in skip:
-            continue
+    for o in (o for o in options(where) if o.name not in skip):
         default = list(o.default) if isinstance(o.default, tuple) else o.default
         lines += textwrap.wrap(o.help, 116, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
         lines.append(f"{o.name}: {o.annotation} = {default!r}")

@@ -78,6 +78,7 @@ class RunSpec:
             **self.server.settings.asked(),
             **({"pipeline": load.pipeline} if load.pipeline > 1 else {}),
             **({"keepalive": False} if not load.keepalive else {}),
+            **({"slo": load.slo} if load.slo else {}),  # a capacity search's limit: its rate is the search's start
             **({"generators": len(self.load_hosts), "load_hosts": list(self.load_hosts)} if self.load_hosts else {}),
             **({"host": self.host} if self.host else {}),
         }
@@ -197,7 +198,7 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
                 duration=parse_duration(o.duration), warmup=o.warmup, warming=o.warming,
                 timeout=parse_duration(o.timeout, what="timeout"),
                 users=o.users, loops=o.loops, rate=o.rate, ramp_up=parse_duration(o.ramp_up, what="ramp_up"), plan=plan,
-                pipeline=o.pipeline, keepalive=o.keepalive)
+                pipeline=o.pipeline, keepalive=o.keepalive, slo=o.slo)
 
 
 def _docker_options(o: RunOptions) -> backends.DockerOptions:

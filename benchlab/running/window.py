@@ -21,9 +21,8 @@ from pathlib import Path
 from ..analysis import flags, series, steady
 from ..analysis.disturbance import DISTURBED
 from ..errors import LoadError
-from ..schema import ERROR_KINDS
 from ..store import locks
-from . import drivers, generators, machine, perfdata
+from . import cost, drivers, generators, machine, perfdata
 from .machine import SelfProbe
 from .monitor import Monitor
 
@@ -135,7 +134,7 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
                                             on_start=started)
     seconds = time.monotonic() - began
     samples = [s.astuple() for s in monitor.samples]
-    measured = {"target_rps": None, **metrics, **cost(cpu, instance.cpu_seconds(), metrics), **monitor.summary(),
+    measured = {"target_rps": None, **metrics, **cost.spent(cpu, instance.cpu_seconds(), metrics), **monitor.summary(),
                 **steady.drift(samples),
                 **perfdata.summary(monitor.counters), "server_idle_s": steady.idle(samples)}
     server_cores, load_cores = len(cores.get("server", ())), len(cores.get("load", ())) or 1
@@ -149,27 +148,6 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     on_cores = _shares(cpus, seconds, busy, frame, waited) if cores else {}
     on_cores["load_pid"] = load_pid[0] if load_pid else None
     return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores, spread)
-
-
-def cost(before: float | None, after: float | None, metrics: dict) -> dict:
-    """What the window cost the server: its CPU seconds from just before the load tool started to just after it
-    ended, and those per answer (an error status is an answer; a refused or timed-out request is not).
-
-    The span is the load tool's whole run, a few milliseconds wider than its measured time at each end, in which
-    a server under no load spends next to nothing; what a JVM does in the background (its GC, its compiler) is part
-    of what serving costs it.
-
-    >>> cost(10.0, 12.5, {"requests": 50_000, "errors_timeout": 0, "errors_connect": 0})
-    {'server_cpu_s': 2.5, 'cpu_per_request': 5e-05}
-    >>> cost(None, 1.0, {"requests": 10})
-    {'server_cpu_s': None, 'cpu_per_request': None}
-    """
-    if before is None or after is None:
-        return {"server_cpu_s": None, "cpu_per_request": None}
-    unanswered = sum(metrics.get(f"errors_{kind}") or 0 for kind in ERROR_KINDS if kind != "status")
-    answered = (metrics.get("requests") or 0) - unanswered
-    spent = round(after - before, 6)
-    return {"server_cpu_s": spent, "cpu_per_request": spent / answered if answered > 0 else None}
 
 
 def _each_second(monitor, tell):
@@ -256,8 +234,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
     try:
         if not instance.alive():  # it may have died while other forks had the load
             raise fork.died()
-        measured = measure(spec, fork.driver, instance, fork.runner, fork.jvm, run_dir, waited=fork.waited,
-                           on_second=_live(fork, number), echo=fork.echo)
+        measured, found = _measured(fork, run_dir, number)
     except LoadError:
         if not instance.alive():  # the load tool failed because the server had died: say that
             raise fork.died() from None
@@ -266,6 +243,9 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
     if not instance.alive():
         raise fork.died()
     warmed = fork.warmed
+    if found:  # a capacity search: the rate found, and what stopped it
+        measured.metrics.update(capacity_rps=found["capacity_rps"], capacity_by=found["capacity_by"],
+                                search_steps=len(found["steps"]), search_s=found["search_s"])
     metrics = {**measured.metrics, "startup_ms": instance.startup_ms, "warmup_s": warmed["seconds"],
                "warm": warmed["steady"], "warmup_class": warmed.get("class"), "jit_quiet_s": warmed.get("jit_quiet_s"),
                "fork_s": round(fork.fork_s, 3)}
@@ -279,12 +259,27 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
         "warmup": warmed if first else {k: v for k, v in warmed.items() if k != "slices"},
         "server_alive_after_load": True,
         **({"generators": measured.generators} if measured.generators else {}),  # a spread load's, one by one
+        **({"search": found} if found else {}),  # each step of a capacity search: its rate, latency, pass or why
         **({"fork_started_at": fork.started_at} if first else {}),  # its wall time: benchlab.analysis.wall.span
     }
     return Run(id=run_id, params={**spec.params(fork.repeat), "window": number, "fork": fork.name},
                metrics=metrics, samples=tuple(measured.samples), counters=tuple(measured.counters),
                machine=tuple(measured.machine), metadata=metadata, suite=fork.suite, label=fork.label,
                key=fork.key, started_at=started, finished_at=now(), files=files(run_dir), directory=str(run_dir))
+
+
+def _measured(fork, run_dir: Path, number: int) -> tuple[Measured, dict]:
+    """The window's measurement, and ``{}``; with ``slo``, the held window of a capacity search and what it found
+    (:func:`benchlab.running.cost.search`), each step a window of its own rate."""
+    spec = fork.spec
+
+    def at(load) -> Measured:
+        return measure(dataclasses.replace(spec, load=load), fork.driver, fork.instance, fork.runner, fork.jvm,
+                       run_dir, waited=fork.waited, on_second=_live(fork, number), echo=fork.echo)
+
+    if spec.load.slo is None:
+        return at(spec.load), {}
+    return cost.search(spec.load, at)
 
 
 def _live(fork, number: int):

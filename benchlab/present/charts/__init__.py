@@ -28,6 +28,7 @@ Example
 
 from __future__ import annotations
 
+from .capacity import capacity
 from .factors import interaction
 from .frames import NINES_TICKS, describe, machine, machine_of, nines
 from .load import latency, rate_sweep, sweep, throughput
@@ -38,6 +39,7 @@ from .timeline import live, resources, warmup
 
 __all__ = [
     "throughput",
+    "capacity",
     "latency",
     "spectrum",
     "sweep",

@@ -1,0 +1,163 @@
+"""What a window cost the server (:func:`spent`), and what a warm fork carries under a latency limit (:func:`search`).
+
+Each window's cost is the server's CPU seconds over its load, read exactly before and after (its process tree from
+``/proc``, or its container's cgroup), and those per answer: what docs/cost.md judges at a fixed rate.
+
+Capacity under a latency limit is the highest paced rate a warm fork carries with a percentile under a limit.
+
+``slo="p99<5ms"`` with ``load="rate"`` makes each window of a fork a search (Envoy Nighthawk's scheme): from the
+run's ``rate``, measured windows at a rate that doubles while a step *passes*, then a bisection between the last
+rate that passed and the first that failed until they are within :data:`RESOLUTION` of each other; the rate found
+is then *held* and measured once more, and that window is the run, its ``capacity_rps`` the rate found. A step
+passes when its percentile is under the limit, it kept its rate (sent and achieved at least
+:data:`~benchlab.analysis.flags.RATE_SHORTFALL_LIMIT` of it) and fewer than 0.1% of its requests failed.
+
+Each step is a window of :func:`benchlab.running.window.measure` at its rate (the cores looked at first, the
+monitor running), shorter than the held one (:data:`STEP_SHARE` of ``duration``, at least :data:`STEP_MIN`
+seconds). A step the load tool could not offer (it sent less than its rate) ends the search there: the capacity is
+then the load tool's, said in the run's ``capacity_by`` ("load tool") and flagged, never taken for the server's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import time
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from ..errors import UsageError
+from ..schema import ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
+
+
+class _Metered(Protocol):
+    metrics: dict
+
+
+#: What a window's measurement is to the search: anything with its metrics (:class:`~.window.Measured`).
+Measured = TypeVar("Measured", bound=_Metered)
+
+#: The bisection stops when the failing rate is within this share above the passing one (Nighthawk: 1%).
+RESOLUTION = 0.01
+#: A search step's window: this share of the run's duration, at least :data:`STEP_MIN` s.
+STEP_SHARE = 0.5
+STEP_MIN = 2.0
+#: The most steps of one search: doublings from the first rate, then the bisection's.
+MAX_STEPS = 24
+#: What a step may lose: failed requests above this share fail it, as the ``errors`` flag does.
+ERROR_LIMIT = 0.001
+#: A step passes only if it kept this share of its rate (the ``rate_shortfall`` flag's limit).
+KEPT = 0.99
+
+_SLO = re.compile(r"^\s*(p\d+)\s*<=?\s*(\d+(?:\.\d+)?)\s*(ms|s|us|µs)\s*$")
+
+
+def spent(before: float | None, after: float | None, metrics: dict) -> dict:
+    """What the window cost the server: its CPU seconds from just before the load tool started to just after it
+    ended, and those per answer (an error status is an answer; a refused or timed-out request is not).
+
+    The span is the load tool's whole run, a few milliseconds wider than its measured time at each end, in which
+    a server under no load spends next to nothing; what a JVM does in the background (its GC, its compiler) is part
+    of what serving costs it.
+
+    >>> spent(10.0, 12.5, {"requests": 50_000, "errors_timeout": 0, "errors_connect": 0})
+    {'server_cpu_s': 2.5, 'cpu_per_request': 5e-05}
+    >>> spent(None, 1.0, {"requests": 10})
+    {'server_cpu_s': None, 'cpu_per_request': None}
+    """
+    if before is None or after is None:
+        return {"server_cpu_s": None, "cpu_per_request": None}
+    unanswered = sum(metrics.get(f"errors_{kind}") or 0 for kind in ERROR_KINDS if kind != "status")
+    answered = (metrics.get("requests") or 0) - unanswered
+    spent = round(after - before, 6)
+    return {"server_cpu_s": spent, "cpu_per_request": spent / answered if answered > 0 else None}
+
+
+def parse(slo: str) -> tuple[str, float]:
+    """``(percentile column, limit in seconds)`` from ``"p99<5ms"``; a mistake is one line that names the fix.
+
+    >>> parse("p99<5ms"), parse("p999 <= 20ms")
+    (('p99', 0.005), ('p999', 0.02))
+    """
+    match = _SLO.match(str(slo))
+    if not match:
+        hint = " (the limit needs its unit)" if re.match(r"^\s*p\d+\s*<=?\s*[\d.]+\s*$", str(slo)) else ""
+        raise UsageError(f"bad slo {slo!r}{hint}: give a percentile under a limit with its unit, such as p99<5ms")
+    column, value, unit = match.groups()
+    if column not in PERCENTILE_COLUMNS:
+        raise UsageError(f"bad slo {slo!r}: the percentile is one of {', '.join(PERCENTILE_COLUMNS)}")
+    seconds = float(value) * (1e-6 if unit in ("us", "µs") else SECONDS[unit])
+    if seconds <= 0:
+        raise UsageError(f"bad slo {slo!r}: the limit must be more than 0")
+    return column, seconds
+
+
+def passes(metrics: dict, column: str, limit: float) -> tuple[bool, str]:
+    """Whether a step's window met the limit and kept its rate, and if not, why ("p99 7.2 ms", "kept 96%",
+    "load tool sent 91%", "errors 0.4%").
+
+    >>> passes({"p99": 0.004, "target_rps": 1000, "sent_rps": 1000, "achieved_rps": 999, "requests": 10}, "p99", 0.005)
+    (True, '')
+    >>> passes({"p99": 0.004, "target_rps": 1000, "sent_rps": 900, "achieved_rps": 899, "requests": 9}, "p99", 0.005)
+    (False, 'load tool sent 90%')
+    """
+    target = metrics.get("target_rps") or math.nan
+    sent, achieved = metrics.get("sent_rps") or 0.0, metrics.get("achieved_rps") or 0.0
+    errors = sum(metrics.get(f"errors_{kind}") or 0 for kind in ERROR_KINDS)
+    if sent < KEPT * target:
+        return False, f"load tool sent {sent / target:.0%}"
+    if achieved < KEPT * target:
+        return False, f"kept {achieved / target:.0%}"
+    if errors > ERROR_LIMIT * max(1, metrics.get("requests") or 0):
+        return False, f"errors {errors / max(1, metrics.get('requests') or 0):.1%}"
+    value = metrics.get(column)
+    if value is None or value >= limit:
+        return False, f"{column} {value * 1e3:.3g} ms" if value is not None else f"no {column}"
+    return True, ""
+
+
+def search(load, measure_at: Callable[..., Measured]) -> tuple[Measured, dict]:
+    """``(held, found)``: the held window's measurement and what the search found, from ``measure_at(load)`` (a
+    window of ``load``, returning an object with ``.metrics``), starting at ``load.rate``.
+
+    ``found`` is ``{"capacity_rps", "capacity_by", "steps": [{"rate", column, "sent_rps", "achieved_rps", "passed",
+    "why", "t"}], "search_s"}``: ``capacity_by`` is "server" (a step at a higher rate failed the limit), "load tool"
+    (the tool could not send a higher rate) or "limit" (no step passed: the first rate is already too much; the
+    held window is then at the first rate and fails the limit, and the run says so), or "steps" (:data:`MAX_STEPS`
+    ran out).
+    """
+    column, limit = parse(load.slo)
+    step_load = dataclasses.replace(load, duration=max(STEP_MIN, STEP_SHARE * load.duration))
+    began = time.monotonic()
+    steps: list[dict] = []
+
+    def step(rate: float) -> bool:
+        metrics = measure_at(dataclasses.replace(step_load, rate=round(rate, 1))).metrics
+        ok, why = passes(metrics, column, limit)
+        steps.append({"rate": round(rate, 1), column: metrics.get(column), "sent_rps": metrics.get("sent_rps"),
+                      "achieved_rps": metrics.get("achieved_rps"), "passed": ok, "why": why,
+                      "t": round(time.monotonic() - began, 1)})
+        return ok
+
+    low, high = None, None
+    rate = float(load.rate)
+    while len(steps) < MAX_STEPS:  # doubling while it passes
+        if not step(rate):
+            high = rate
+            break
+        low, rate = rate, rate * 2
+    while low is not None and high is not None and high > low * (1 + RESOLUTION) and len(steps) < MAX_STEPS:
+        middle = (low + high) / 2
+        if step(middle):
+            low = middle
+        else:
+            high = middle
+    failed = [s for s in steps if not s["passed"]]
+    lowest = min(failed, key=lambda s: s["rate"]) if failed else None  # what stopped it: the server or the tool
+    by = ("limit" if low is None else "steps" if lowest is None or high is None or high > low * (1 + RESOLUTION) else
+          "load tool" if lowest["why"].startswith("load tool") else "server")
+    held_rate = low if low is not None else float(load.rate)
+    held = measure_at(dataclasses.replace(load, rate=round(held_rate, 1)))
+    return held, {"capacity_rps": round(low, 1) if low is not None else None, "capacity_by": by, "steps": steps,
+                  "search_s": round(time.monotonic() - began, 1), "slo": load.slo}
