@@ -102,3 +102,20 @@ def test_the_capacity_chart_draws_every_step_the_limit_and_each_forks_capacity()
     assert rule["encoding"]["y"]["datum"] == 5.0, "the limit, in ms"
     assert ticks["encoding"]["x"]["field"] == "capacity_rps"
     assert len({r["id"] for r in rows}) == 2 and "Capacity under p99<5ms" in spec["title"]["text"]
+
+
+def test_one_slow_window_does_not_stop_the_search_two_of_three_decide():
+    measure_at, _ = model(20_000)
+    calls = {"n": 0}
+
+    def with_a_pause(load):  # the third window (4,000 req/s, first try) meets a GC pause: its p99 is 20 ms
+        calls["n"] += 1
+        measured = measure_at(load)
+        if calls["n"] == 3:
+            measured.metrics["p99"] = 0.020
+        return measured
+
+    _, found = cost.search(Load(model="rate", rate=1000, duration=4, slo="p99<5ms"), with_a_pause)
+    tries = [(s["rate"], s["attempt"], s["passed"]) for s in found["steps"] if s["rate"] == 4000]
+    assert tries == [(4000, 1, False), (4000, 2, True), (4000, 3, True)]
+    assert found["capacity_by"] == "server" and found["capacity_rps"] > 15_000, "it went on past the pause"
