@@ -12,7 +12,7 @@ here the load tool, not the slowest server, sets the ceiling of a common rate.
 
     python3 benchmarks/cost.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rate 5000]
                                [--repeats 3] [--windows 2] [--duration 5s] [--results DIR]
-                               [--slo p99<1ms --start 1000]    # first each fork's capacity under the limit
+    python3 benchmarks/cost.py --slo p99<5ms --scenario reflect [--start 1000] [--repeats 2]   # capacity instead
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ def main() -> None:
     parser.add_argument("--results", default=None, help="where the runs are stored (default: a new temporary folder)")
     parser.add_argument("--slo", default=None, help="also search each fork's capacity under this limit, e.g. p99<1ms")
     parser.add_argument("--start", type=float, default=1000, help="the capacity search's first rate")
+    parser.add_argument("--scenario", default="hello", help="the capacity search's scenario (reflect: a server "
+                        "that saturates below what vegeta on one core can send)")
     args = parser.parse_args()
     if args.slo:
         capacity(args)
+        return
     began = time.monotonic()
     suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.rate],
                              repeats=args.repeats, windows=args.windows, interleave="windows", duration=args.duration,
@@ -62,12 +65,13 @@ def main() -> None:
 def capacity(args) -> None:
     """Each server's capacity under ``--slo``, ``--repeats`` forks a server, one search a fork, with its verdicts."""
     began = time.monotonic()
-    suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.start], slo=args.slo,
+    suite = benchlab.compare(args.servers.split(","), [args.scenario], load="rate", rates=[args.start], slo=args.slo,
                              repeats=args.repeats, windows=1, duration=args.duration, progress=False,
                              results_dir=tempfile.mkdtemp(prefix="benchlab-capacity-") if not args.results else
                              f"{args.results}-capacity")
     minutes = (time.monotonic() - began) / 60
-    print(f"\ncapacity under {args.slo} from {args.start:g} req/s, {args.repeats} forks a server; {minutes:.1f} min")
+    print(f"\ncapacity under {args.slo} on {args.scenario} from {args.start:g} req/s, {args.repeats} forks a server; "
+          f"{minutes:.1f} min")
     print(formatting.summary(suite.summary(metrics=("capacity_rps",))).to_string())
     for line in suite.verdicts("capacity_rps")["verdict"]:
         print("  " + line)

@@ -96,7 +96,12 @@ class Attached:
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
+        try:
+            sock.bind((host, 0))
+        except OSError as exc:  # every ephemeral port taken: a load tool's connections, still closing
+            raise ServerError(f"no free port on {host} for the server ({exc.strerror}): the machine's ephemeral "
+                              "ports are taken, usually by a load tool's closed connections waiting out TIME-WAIT; "
+                              "wait a minute, or see `ss -s`") from None
         return sock.getsockname()[1]
 
 

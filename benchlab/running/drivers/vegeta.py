@@ -30,6 +30,10 @@ REACHED = 0.95
 HISTOGRAM = "hist[0,1ms,2ms,5ms,10ms,20ms,50ms,100ms,200ms,500ms,1s,2s,5s]"
 
 
+#: The most requests vegeta keeps in flight, and connections it opens: 10,000 req/s answered in 100 ms need 1,000.
+MAX_WORKERS = 1000
+
+
 def _rate_flag(rate: float) -> str:
     # vegeta's rate is a whole count per period: 12.5/s is written 125/10s.
     if float(rate).is_integer():
@@ -75,6 +79,10 @@ class Vegeta(Driver):
             f"-rate={_rate_flag(load.rate)}",
             f"-duration={seconds:g}s",
             f"-timeout={load.timeout:g}s",
+            # the most requests in flight: past it an overloaded server shows as a rate not kept, not as an unbounded
+            # pile of connections (measured here: a capacity search past Undertow's knee on reflect left every
+            # ephemeral port taken, and the next server could not bind one)
+            f"-max-workers={MAX_WORKERS}", f"-max-connections={MAX_WORKERS}",
             f"-targets={targets}",
             f"-output={results}",
             *([] if load.keepalive else ["-keepalive=false"]),
