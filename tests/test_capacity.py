@@ -120,3 +120,10 @@ def test_one_slow_window_does_not_stop_the_search_two_of_three_decide():
     tries = [(s["rate"], s["attempt"], s["passed"]) for s in found["steps"] if s["rate"] == 4000]
     assert tries == [(4000, 1, False), (4000, 2, True), (4000, 3, True)]
     assert found["capacity_by"] == "server" and found["capacity_rps"] > 15_000, "it went on past the pause"
+
+
+def test_a_load_tool_out_of_cpu_is_its_own_limit_whatever_the_latency():
+    slow_and_busy = {"p99": 0.009, "target_rps": 20_000, "sent_rps": 20_000, "achieved_rps": 20_000,
+                     "requests": 40_000, "load_cpu_mean": 97.0}
+    assert cost.passes(slow_and_busy, "p99", 0.005) == (False, "load tool busy 97%")
+    assert cost.passes(slow_and_busy, "p99", 0.005, load_cores=2)[1] == "p99 9 ms", "half of two cores is not busy"

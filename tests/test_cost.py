@@ -46,7 +46,8 @@ def test_a_run_that_cannot_keep_its_rate_is_flagged_and_left_out(jars, tmp_path,
     # Tomcat's 200 threads sleeping 100 ms each answer at most 2,000 req/s: offered 3,000, it falls behind
     run = benchlab.run("spring-tomcat", "sleep:100", load="rate", rate=3000, duration="3s", warmup="2s",
                        results_dir=tmp_path)
-    assert run.metrics["achieved_rps"] < 0.99 * 3000 <= run.metrics["sent_rps"] * 1.01
+    # it answers late, and once vegeta's 1,000 requests in flight are all waiting, vegeta sends less too
+    assert run.metrics["achieved_rps"] < 0.99 * 3000 and run.metrics["achieved_rps"] <= run.metrics["sent_rps"] * 1.01
     stored = benchlab.load(tmp_path)
     flags = stored.flags()
     assert "rate_shortfall" in set(flags["flag"])

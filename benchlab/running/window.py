@@ -279,7 +279,7 @@ def _measured(fork, run_dir: Path, number: int) -> tuple[Measured, dict]:
 
     if spec.load.slo is None:
         return at(spec.load), {}
-    return cost.search(spec.load, at)
+    return cost.search(spec.load, at, load_cores=len(spec.load_cpus))
 
 
 def _live(fork, number: int):
