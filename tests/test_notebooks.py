@@ -216,9 +216,13 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert html.index("wrk-undertow-rps") < html.index("The wrk experiment: ratios to the baseline")
     assert "no finished run of spring-undertow" in html
     judged = dict(rows)["jmeter-100x1000-jetty"]
-    # Jetty and Tomcat ran at 100 users, so the claim is judged, unless a run could not judge it: the load tool
-    # was the bottleneck, or (a 1 s warm-up) the JVM's counters show its JIT compiling in the measured window.
-    assert "not testable here" not in judged or "generator" in judged or "JIT was still compiling" in judged, judged
+    # Jetty and Tomcat ran at 100 users, so the claim is judged, unless the one rule left a side's one run out: the
+    # load tool was the bottleneck, or (a 1 s warm-up) the JVM was not warm yet (its JIT compiling, its GC heavy, or
+    # a stall, as one CI run's G1 Tomcat sat idle for 2 s while JMeter waited)
+    from benchlab.analysis.validity import INVALID, WARMTH
+
+    reasons = [INVALID[flag] for flag in ("generator_bound", *WARMTH)]
+    assert "not testable here" not in judged or any(reason in judged for reason in reasons), judged
     assert "Each source: its protocol beside ours" in html
     assert "no warm-up, 3 runs back to back against one server each" in tables[2], "the sources' table"
     text = text_of(done.ipynb)
