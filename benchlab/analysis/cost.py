@@ -1,7 +1,7 @@
 """What serving costs: the figures of cost a comparison judges, and where they mean something.
 
 Each window stores the server's CPU seconds over its load and those per answer (``cpu_per_request``, measured in
-:func:`benchlab.running.window.cost`) and the resident memory the monitor sampled (``server_rss_mean``, steady;
+:func:`benchlab.running.cost.spent`) and the resident memory the monitor sampled (``server_rss_mean``, steady;
 ``server_rss_max``, peak). They are judged like requests/s, fork means under the one validity rule, where the load
 was a fixed rate (``load="rate"``): every server then did the same work, so a lower figure is a cheaper server. In a
 closed loop each server is driven to its own throughput and CPU per request is one over it; nothing new.

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["MISSING", "Note", "change", "cores", "interval", "ms", "percent", "rate", "ratio", "summary",
-           "verdicts", "per_run", "flags", "runs", "warmups"]
+           "verdicts", "per_run", "flags", "runs", "warmups", "unit_kind", "metric_name"]
 
 
 # --- frames for reading ---------------------------------------------------------------------------------
 
-def _kind(metric: str) -> str:
+def unit_kind(metric: str) -> str:
     """How a metric's figures are shown (:func:`interval`'s ``kind``): latencies in ms, CPU per request in µs,
     memory in MiB, the rest as rates."""
     if metric in LATENCY_COLUMNS:
@@ -34,9 +34,9 @@ def _kind(metric: str) -> str:
     return {"cpu_per_request": "us", "server_rss_mean": "MiB", "server_rss_max": "MiB"}.get(metric, "rate")
 
 
-def _metric_name(metric: str) -> str:
+def metric_name(metric: str) -> str:
     """A metric's name with its unit: ``p99 (ms)``, ``cpu_per_request (µs)``, ``rps (req/s)``."""
-    unit = UNITS.get(_kind(metric), (1.0, ""))[1].strip() or ("req/s" if metric.endswith("rps") else "")
+    unit = UNITS.get(unit_kind(metric), (1.0, ""))[1].strip() or ("req/s" if metric.endswith("rps") else "")
     return f"{metric} ({unit})" if unit else metric
 
 
@@ -67,9 +67,9 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, row in frame.iterrows():
         metric = row["metric"]
-        rows.append({**{c: row[c] for c in keep}, "server": row["server"], "metric": _metric_name(metric),
+        rows.append({**{c: row[c] for c in keep}, "server": row["server"], "metric": metric_name(metric),
                      "n": int(row["n"]), "mean [95% CI]": interval(row["mean"], row["ci_low"], row["ci_high"],
-                                                              kind=_kind(metric)),
+                                                              kind=unit_kind(metric)),
                      "cv": percent(row["cv"]),
                      "ratio to baseline [95% CI]": interval(row["ratio"], row["ratio_low"], row["ratio_high"],
                                                             kind="ratio"),
@@ -123,7 +123,7 @@ def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
     >>> per_run(raw).iloc[0].tolist()
     ['9.02k', '9.12k', '9.1k [8.8k, 9.4k]', '0.8%']
     """
-    kind = _kind(metric)
+    kind = unit_kind(metric)
     one = rate if kind == "rate" else ms
     shown = frame[[c for c in frame if c.startswith("fork ")]].apply(lambda column: column.map(one))
     shown["mean [95% CI]"] = [interval(m, lo, hi, kind=kind) for m, lo, hi in

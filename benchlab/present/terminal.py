@@ -147,10 +147,10 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             ["n", "mean", "ci_low", "ci_high", "cv"]
         shown = summary[[*keep, "server", "metric", *columns, "ratio", "flags"]].copy()
         # each figure in its metric's unit (ms, µs, MiB), as the notebooks show it
-        factor = shown["metric"].map(lambda m: UNITS.get(formatting._kind(m), (1.0, ""))[0])
+        factor = shown["metric"].map(lambda m: UNITS.get(formatting.unit_kind(m), (1.0, ""))[0])
         for column in ("mean", "ci_low", "ci_high"):
             shown[column] = shown[column].astype(float) * factor
-        shown["metric"] = shown["metric"].map(lambda m: m if m == "rps" else formatting._metric_name(m))
+        shown["metric"] = shown["metric"].map(lambda m: m if m == "rps" else formatting.metric_name(m))
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
         _custom(suite)

@@ -8,15 +8,15 @@ Capacity under a latency limit is the highest paced rate a warm fork carries wit
 ``slo="p99<5ms"`` with ``load="rate"`` makes each window of a fork a search (Envoy Nighthawk's scheme): from the
 run's ``rate``, measured windows at a rate that doubles while a step *passes*, then a bisection between the last
 rate that passed and the first that failed until they are within :data:`RESOLUTION` of each other; the rate found
-is then *held* and measured once more, and that window is the run, its ``capacity_rps`` the rate found. A step
-passes when its percentile is under the limit, it kept its rate (sent and achieved at least
-:data:`~benchlab.analysis.flags.RATE_SHORTFALL_LIMIT` of it) and fewer than 0.1% of its requests failed; a step that
-failed on its percentile alone is measured again, and two of three decide.
+is then *held* and measured once more, and that window is the run, its ``capacity_rps`` the rate found.
 
-Each step is a window of :func:`benchlab.running.window.measure` at its rate (the cores looked at first, the
-monitor running), shorter than the held one (:data:`STEP_SHARE` of ``duration``, at least :data:`STEP_MIN`
-seconds). A step the load tool could not offer (it sent less than its rate) ends the search there: the capacity is
-then the load tool's, said in the run's ``capacity_by`` ("load tool") and flagged, never taken for the server's.
+A step passes (:func:`passes`) when its load tool had CPU to spare, its percentile is under the limit, it kept its
+rate (sent and achieved) and it lost almost no request, each judged by the flags' own limits; a step that failed on
+its percentile alone is measured again, and two of three decide. Each step is a window of
+:func:`benchlab.running.window.measure` at its rate (the cores looked at first, the monitor running), shorter than
+the held one (:data:`STEP_SHARE` of ``duration``, at least :data:`STEP_MIN` seconds). What stopped the search at
+the lowest rate that failed is the run's ``capacity_by``: "server", or "load tool" (then the capacity is the tool's,
+flagged, never taken for the server's).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from ..analysis.flags import GENERATOR_BUSY_LIMIT, RATE_SHORTFALL_LIMIT
+from ..analysis.validity import ERROR_SHARE_LIMIT
 from ..errors import UsageError
 from ..schema import ERROR_KINDS, PERCENTILE_COLUMNS, SECONDS
 
@@ -46,14 +48,10 @@ STEP_SHARE = 0.5
 STEP_MIN = 2.0
 #: The most steps of one search: doublings from the first rate, then the bisection's.
 MAX_STEPS = 24
-#: What a step may lose: failed requests above this share fail it, as the ``errors`` flag does.
-ERROR_LIMIT = 0.001
-#: A step passes only if it kept this share of its rate (the ``rate_shortfall`` flag's limit).
-KEPT = 0.99
-#: A step whose load tool was busier than this share of its cores failed on the tool (the ``generator_bound`` flag's
-#: limit): measured here, vegeta on one core answered p99 over 5 ms at 20,000-23,000 req/s on reflect while the server
-#: used under half its core (19-29 µs a request).
-TOOL_BUSY = 0.90
+#: A step passes only if its load tool was no busier than the ``generator_bound`` flag allows (measured here, vegeta on
+#: one core answered p99 over 5 ms at 20,000-23,000 req/s on reflect while the server used under half its core), it
+#: kept its rate as the ``rate_shortfall`` flag asks, and lost no more requests than the validity rule lets a window.
+TOOL_BUSY, KEPT, ERROR_LIMIT = GENERATOR_BUSY_LIMIT, RATE_SHORTFALL_LIMIT, ERROR_SHARE_LIMIT
 
 _SLO = re.compile(r"^\s*(p\d+)\s*<=?\s*(\d+(?:\.\d+)?)\s*(ms|s|us|µs)\s*$")
 
@@ -75,8 +73,8 @@ def spent(before: float | None, after: float | None, metrics: dict) -> dict:
         return {"server_cpu_s": None, "cpu_per_request": None}
     unanswered = sum(metrics.get(f"errors_{kind}") or 0 for kind in ERROR_KINDS if kind != "status")
     answered = (metrics.get("requests") or 0) - unanswered
-    spent = round(after - before, 6)
-    return {"server_cpu_s": spent, "cpu_per_request": spent / answered if answered > 0 else None}
+    used = round(after - before, 6)
+    return {"server_cpu_s": used, "cpu_per_request": used / answered if answered > 0 else None}
 
 
 def parse(slo: str) -> tuple[str, float]:

@@ -123,9 +123,9 @@ class Load:
                              f"{'pipelined' if self.pipeline > 1 else self.model} load keeps its connections: drop "
                              f"keepalive or {'pipeline' if self.pipeline > 1 else 'use load=rate'}")
         if self.slo is not None:
-            from .cost import parse
+            from . import cost  # lazily: it reads the flags' limits, and a Load is built before pandas is needed
 
-            column, limit = parse(self.slo)
+            column, limit = cost.parse(self.slo)
             if self.model != "rate":
                 raise UsageError(f"slo={self.slo!r} searches the highest paced rate under a latency limit: it needs "
                                  f"load='rate' (an open loop, rates the search's first rate), not {self.model!r}")
@@ -168,9 +168,9 @@ class Load:
     def planned_seconds(self) -> float:
         """How long the measured phase is expected to take, for progress and ETA."""
         if self.slo is not None:  # a capacity search: some 12 steps of half a window, then the held window
-            from .cost import STEP_MIN, STEP_SHARE
+            from . import cost
 
-            return self.duration + 12 * max(STEP_MIN, STEP_SHARE * self.duration)
+            return self.duration + 12 * max(cost.STEP_MIN, cost.STEP_SHARE * self.duration)
         requests = self.requests
         if requests is not None:
             # A guess of 20k requests/s: only used for an ETA before the first run has finished.
