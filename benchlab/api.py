@@ -34,10 +34,10 @@ from .store.results import Run
 @keywords
 def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None, duration="30s", warmup="auto",
         warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rate=None, slo=None, ramp_up=0,
-        plan=None, driver=None, pipeline=1, keepalive=True, backend="local", server_cpus=None, load_cpus=None,
-        jvm_opts=(), java=None, cds=True, memory=None, port=None, startup_timeout="90s", allow_remote=False,
-        docker_host=None, base_image=None, load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2,
-        results_dir=None, label=None) -> Run:
+        plan=None, driver=None, protocol="http1", streams=1, pipeline=1, keepalive=True, backend="local",
+        server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None, port=None,
+        startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
+        load_docker_host=None, load_hosts=None, retakes=2, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -54,6 +54,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
     load : "duration" (wrk), "count" (``users`` x ``loops``: h2load or JMeter) or "rate" (``rate``/s: vegeta)
     slo : with ``load="rate"``, e.g. "p99<5ms": the window is a search for the highest paced rate whose p99 stays
         under 5 ms, from ``rate`` up, held and measured; its ``capacity_rps`` is the rate found (docs/cost.md)
+    protocol, streams : "http1", "h2c", "h2" or "https", the server started for it and checked on the wire; HTTP/2's
+        requests in flight a connection (docs/http2.md)
     pipeline, keepalive : a "duration" load's requests a connection sends together (HTTP/1.1 pipelining); a
         "rate" or "duration" load's connection a request (``keepalive=False``)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
@@ -101,8 +103,8 @@ def _unmake(run_dir: Path, made: list[Path]) -> None:
 def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats=None, *, windows=None,
             interleave=None, precision=0.03, max_repeats=10, budget=None, threads=None, duration="30s",
             warmup="auto", warming="jit-first", timeout="10s", load="duration", users=None, loops=None, rates=None,
-            slo=None, ramp_up=0, plan=None, driver=None, pipeline=1, keepalive=True, order="interleaved", seed=None,
-            restart="each-fork",
+            slo=None, ramp_up=0, plan=None, driver=None, protocol="http1", streams=1, pipeline=1, keepalive=True,
+            order="interleaved", seed=None, restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
             load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, hosts=None,
@@ -145,8 +147,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         lone server: its mean) has a confidence interval within +/- ``precision`` (3%), or until
         ``max_repeats`` rounds, which the result then says (``Suite.precision``). The rule looks only at
         the width of the intervals, never at significance, so the tests keep their level.
-    restart : "each-fork" (a fresh server for every fork, the default; "each-run" is read as it) or "never" (each
-        server started once and kept for all its forks)
+    restart : "each-fork" (a fresh server for every fork, the default) or "never" (one server kept for all its forks)
     factors : server settings crossed with every server, e.g. ``{"virtual_threads": [False, True],
         "java": [17, 25]}``: each combination is one more server, named after its settings
         (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See

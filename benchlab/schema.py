@@ -70,8 +70,8 @@ RESOURCES = (
 COST_COLUMNS = ("cpu_per_request", "server_rss_mean", "server_rss_max")
 
 #: The queues that decide whether many connections opened at once are accepted: the server's accept queue
-#: (backlog) setting and the kernel's cap on every backlog (/proc/sys/net/core/somaxconn).
-LIMITS = ("accept_queue", "somaxconn")
+#: (backlog) setting and the kernel's cap on every backlog (somaxconn); HTTP/2's streams run at once a connection.
+LIMITS = ("accept_queue", "somaxconn", "stream_limit")
 
 #: What usually causes each kind of failed request, said in the ``errors`` flag.
 ERROR_CAUSES = {
@@ -96,8 +96,8 @@ SETTINGS = ("virtual_threads", "max_threads", "gc", "heap", "aot", "java_major")
 #: What a run was asked to do, as the runs frame shows it: its server, its cell (:data:`CELL`, the label
 #: aside) and what :data:`NOT_CELL` leaves out of it.
 PARAMS = (
-    "server", "scenario", "driver", "load", "connections", "threads", "users", "loops", "rate", "slo", "pipeline",
-    "keepalive", "ramp_up", "plan",
+    "server", "scenario", "driver", "load", "protocol", "connections", "streams", "threads", "users", "loops", "rate",
+    "slo", "pipeline", "keepalive", "ramp_up", "plan",
     "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators", "server_cpus",
     "load_cpus", "load_cores", "memory", "jvm_opts", "java", "cds", *SETTINGS, "repeat", "window", "fork", "host",
 )
@@ -137,14 +137,16 @@ COLUMNS = (
 #: machine or the change measured, as the user names it). :func:`cell` names a run's cell; runs that differ
 #: in any of these are never pooled.
 CELL = (
-    "scenario", "load", "driver", "connections", "rate", "slo", "users", "loops", "threads", "pipeline", "keepalive",
+    "scenario", "load", "driver", "protocol", "connections", "streams", "rate", "slo", "users", "loops", "threads",
+    "pipeline", "keepalive",
     "ramp_up", "plan", "duration", "warmup", "timeout", "backend", "base_image", "load_in_container", "generators",
     "server_cpus", "load_cpus", "memory", "jvm_opts", "java", "cds", "label",
 )
 
 #: The value of a cell's parameter in a run stored before that parameter was asked: what such a run did. A
 #: parameter missing from a run and not here is None (for ``base_image``: the backend's default image).
-CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_container": False, "generators": 1}
+CELL_DEFAULTS = {"pipeline": 1, "keepalive": True, "ramp_up": 0.0, "load_in_container": False, "generators": 1,
+                 "protocol": "http1", "streams": 1}
 
 #: The parameters a run stores that are not in its cell, and why.
 NOT_CELL = {
@@ -180,6 +182,8 @@ FLAGS = {
     "errors": "{errors:.0f} failed requests, {kinds}; failures count in the rps",
     "generator_bound": "the load generator was {busy:.0%} busy on the {usable:g} core(s) its threads could use: "
                        "the run measured the load tool, not the server; give it more threads and cores",
+    "streams_queued": "{streams:.0f} streams a connection were asked, but the server runs at most {limit:.0f} at "
+                      "once: the others waited for a stream, so the latency is that of its limit, not of its work",
     "littles_law": "Little's law expects a mean latency near connections/rps = {expected:.2f} ms but it is "
                    "{mean:.2f} ms: connections sat idle or queued outside the server, so rps and latency disagree",
     "delayed_ack": "p50 is {p50:.1f} ms with the server {cpu:.0f}% busy and no sleep of that length asked: the "
@@ -253,7 +257,8 @@ REFERENCES = ("nginx", "go-nethttp")
 #: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's column in
 #: the runs frame.
 FACTOR_COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",
-                  "aot": "aot", "java": "java_major", "server_cpus": "server_cpus"}
+                  "aot": "aot", "java": "java_major", "server_cpus": "server_cpus", "protocol": "protocol",
+                  "streams": "streams"}
 
 
 def base_name(server: str) -> str:
@@ -288,13 +293,15 @@ STANDINGS: tuple[Standing, ...] = get_args(Standing)
 BackendName = Literal["local", "docker"]
 BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
 
-#: The load models (:mod:`benchlab.running.load`): a closed loop for a time, a closed loop of a count of
-#: requests, an open loop at a rate.
+#: The load models (:mod:`benchlab.running.load`): closed loops for a time or a count, an open loop at a rate.
 LoadModel = Literal["duration", "count", "rate"]
 LOAD_MODELS: tuple[LoadModel, ...] = get_args(LoadModel)
 
-#: The order of a comparison's runs in each repeat (:func:`benchlab.running.matrix.matrix`): servers in turn,
-#: or shuffled with a seed.
+#: What a run's requests speak (:mod:`benchlab.running.protocols`): HTTP/1.1, h2c (prior knowledge), h2, HTTP/1.1+TLS.
+Protocol = Literal["http1", "h2c", "h2", "https"]
+PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
+
+#: The order of a comparison's runs in each repeat (:func:`benchlab.running.matrix.matrix`): in turn, or shuffled.
 Order = Literal["interleaved", "shuffled"]
 ORDERS: tuple[Order, ...] = get_args(Order)
 
@@ -307,22 +314,19 @@ RESTARTS: tuple[Restart, ...] = get_args(Restart)
 Interleave = Literal["forks", "windows"]
 INTERLEAVES: tuple[Interleave, ...] = get_args(Interleave)
 
-#: How ``warmup="auto"`` makes room for a JVM's compiler on the server's core while it warms
-#: (:mod:`benchlab.running.warming`): its compiler threads run first ("jit-first"), the load pauses while they
-#: work ("pauses"), or they share the core with the request threads as the scheduler sees fit ("shared").
+#: How ``warmup="auto"`` makes room for a JVM's compiler on the server's core (:mod:`benchlab.running.warming`): its
+#: compiler threads first ("jit-first"), the load paused while they work ("pauses"), or the scheduler's ("shared").
 Warming = Literal["jit-first", "pauses", "shared"]
 WARMINGS: tuple[Warming, ...] = get_args(Warming)
 
-#: A warm-up's class after Barrett et al. (:func:`benchlab.analysis.changepoints.classify`): no change, faster
-#: at the end, slower at the end, or a last segment too short to be a steady state.
+#: A warm-up's class after Barrett et al. (:func:`benchlab.analysis.changepoints.classify`); see docs/warm-up.md.
 WarmupClass = Literal["flat", "warm-up", "slowdown", "no steady state"]
 WARMUP_CLASSES: tuple[WarmupClass, ...] = get_args(WarmupClass)
 
 
 def cell(params: Mapping, label: str | None = None) -> dict:
-    """A run's cell (:data:`CELL`), from its parameters and its label: ``{column: value}`` as the runs frame
-    shows it (cores as ``"0-1"``, JVM options one string), a parameter the run was stored without at the value
-    it had then (:data:`CELL_DEFAULTS`). Two runs are in one cell when these are equal.
+    """A run's cell (:data:`CELL`): ``{column: value}`` as the runs frame shows it (cores as ``"0-1"``), a parameter
+    the run was stored without at the value it had then (:data:`CELL_DEFAULTS`). One cell: these are equal.
 
     >>> cell({"scenario": "hello", "connections": 64, "server_cpus": [0, 1]})["server_cpus"]
     '0-1'

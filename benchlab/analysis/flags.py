@@ -141,7 +141,8 @@ def _known(x: np.ndarray) -> np.ndarray:
 def _littles_law(runs):
     rps, mean, conns = _numbers(runs, "rps"), _numbers(runs, "lat_mean"), _numbers(runs, "connections")
     closed = np.array([load in ("duration", "count") for load in _values(runs, "load")], dtype=bool)
-    expected = conns / rps
+    streams = _numbers(runs, "streams")  # HTTP/2 keeps this many requests in flight on each connection
+    expected = conns * np.where(np.isnan(streams), 1.0, streams) / rps
     ratio = mean / expected
     off = ~((1 / LITTLE_LIMIT <= ratio) & (ratio <= LITTLE_LIMIT))
     return closed & _known(rps) & _known(mean) & _known(conns) & off, lambda i: _explain(
@@ -209,6 +210,12 @@ UNFOUND = {"load tool": "the load tool could not send a higher rate", "limit": "
            "limit: start lower", "steps": "it ran out of steps: start nearer the capacity"}
 
 
+def _streams_queued(runs):
+    streams, limit = _numbers(runs, "streams"), _numbers(runs, "stream_limit")
+    return _known(limit) & (streams > limit), lambda i: _explain(
+        "streams_queued", streams=float(streams[i]), limit=float(limit[i]))
+
+
 def _capacity_unfound(runs):
     by = _values(runs, "capacity_by")
     return (np.array([b in UNFOUND for b in by], dtype=bool),
@@ -224,7 +231,8 @@ RUN_RULES = (("errors", _errors), ("generator_bound", _generator_bound), ("littl
              ("delayed_ack", _delayed_ack), ("rate_shortfall", _rate_shortfall), ("not_warm", _not_warm),
              ("jit_active", _jit_active), ("gc_heavy", _gc_heavy), ("server_idle", _server_idle),
              ("interference", interference_rule), ("steal", steal_rule), ("dip", dip_rule),
-             ("capacity_unfound", _capacity_unfound), ("drifting", _drifting), ("driver_note", _driver_note),
+             ("capacity_unfound", _capacity_unfound), ("streams_queued", _streams_queued), ("drifting", _drifting),
+             ("driver_note", _driver_note),
              ("shared_cores", _shared_cores))
 
 

@@ -90,10 +90,12 @@ def cross(servers: list, factors: dict) -> list:
 
 
 def run_options(factors: dict, given: dict) -> list[dict]:
-    """The per-run options the factors vary (``server_cpus``), one dict per combination."""
+    """The per-run options the factors vary (``server_cpus``, ``protocol``, ``streams``), one dict per combination."""
+    from .options import RunOptions
+
     names = [n for n in factors if n not in SERVER_SETTINGS]
     for name in names:
-        if given.get(name) is not None:
+        if given.get(name) not in (None, getattr(RunOptions(), name, None)):  # given, not its default
             raise UsageError(f"{name} is both an option and a factor: give it once, as the factor")
     return [dict(zip(names, combination)) for combination in itertools.product(*(factors[n] for n in names))]
 

@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..schema import AUTO, LOAD_MODELS, SECONDS, WARMINGS, LoadModel, Warming  # warmup=AUTO: warm until warm
+from ..schema import AUTO, LOAD_MODELS, SECONDS, WARMINGS, LoadModel, Protocol, Warming  # warmup=AUTO: warm until warm
+from . import protocols
 
 MODELS = LOAD_MODELS
 
@@ -81,6 +82,8 @@ class Load:
     pipeline: int = 1
     keepalive: bool = True
     slo: str | None = None  # a rate load's capacity search: "p99<5ms" (benchlab.running.cost); rate: its start
+    protocol: Protocol = "http1"  # what the requests speak (benchlab.running.protocols)
+    streams: int = 1  # HTTP/2's requests in flight on each connection (h2load -m)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -131,6 +134,14 @@ class Load:
                                  f"load='rate' (an open loop, rates the search's first rate), not {self.model!r}")
             object.__setattr__(self, "slo", f"{column}<{limit * 1e3:g}ms")
         _positive_int("pipeline", self.pipeline)
+        protocols.check(self.protocol)
+        _positive_int("streams", self.streams)
+        if self.streams > 1 and self.protocol not in ("h2c", "h2"):
+            raise UsageError(f"streams={self.streams} sets HTTP/2's requests in flight on a connection; protocol "
+                             f"{self.protocol!r} sends one at a time: give protocol='h2c' or 'h2', or use pipeline")
+        if self.pipeline > 1 and self.protocol != "http1":
+            raise UsageError(f"pipeline={self.pipeline} is HTTP/1.1 pipelining in clear text, not {self.protocol!r}: "
+                             "drop pipeline, or use streams with HTTP/2")
         if self.pipeline > 1 and self.model != "duration":
             raise UsageError(f"pipeline={self.pipeline} pipelines a timed closed loop (load='duration', wrk); a "
                              f"{self.model} load sends one request at a time: drop pipeline or use load='duration'")

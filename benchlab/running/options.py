@@ -27,12 +27,14 @@ from ..schema import (
     INTERLEAVES,
     LOAD_MODELS,
     ORDERS,
+    PROTOCOLS,
     RESTARTS,
     WARMINGS,
     BackendName,
     Interleave,
     LoadModel,
     Order,
+    Protocol,
     Restart,
     Warming,
 )
@@ -57,17 +59,14 @@ ServerList = Union[str, "Server", Sequence[Union[str, "Server"]]]  # noqa: UP007
 #: ``{"java": [17, 25]}``, or the command line's ``"java=17,25"`` texts.
 Factors = Mapping[str, Sequence[str | int | float | bool]] | str | Sequence[str] | None
 
-#: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs a
-#: quieter machine, not more retakes.
+#: The most times a disturbed window is measured again in its fork: a machine that disturbs every window needs quiet.
 MAX_RETAKES = 5
 
 #: Options only the docker backend reads; given with backend="local" they are a mistake, said at once.
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
-#: Options' old names, still read: ``compare(iterations=3)`` is ``compare(windows=3)``.
+#: Options' old names and values, still read: ``iterations=3`` is ``windows=3``, ``restart="each-run"`` "each-fork".
 OLD_NAMES = {"iterations": "windows"}
-#: Options' old values, still read: ``restart="each-run"`` is ``restart="each-fork"`` (a run is a window; a fresh
-#: server comes with each fork).
 OLD_VALUES = {"restart": {"each-run": "each-fork"}}
 
 #: The servers a comparison takes when none are named: the servlet servers, one application on three containers.
@@ -127,7 +126,12 @@ class RunOptions:
                              "(docs/cost.md)")
     ramp_up: str | float = option(0, "text", "jmeter: the time over which its users start, e.g. 5s")
     plan: str | None = option(None, "text", "jmeter: a .jmx test plan of your own")
-    driver: str | None = option(None, "text", "wrk, h2load, jmeter or vegeta (default: the load model's own)")
+    driver: str | None = option(None, "text", "wrk, h2load, jmeter or vegeta (default: the load model's own; h2load "
+                                "for a closed loop over HTTP/2)")
+    protocol: Protocol = option("http1", "text", "what the requests speak: http1, h2c (HTTP/2 in clear text, prior "
+                                "knowledge), h2 (HTTP/2 over TLS) or https (HTTP/1.1 over TLS); the servers are "
+                                "started for it and checked on the wire (docs/http2.md)", choices=PROTOCOLS)
+    streams: int = option(1, "int", "HTTP/2: requests in flight on each connection (h2load -m)")
     pipeline: int = option(1, "int", "requests a connection sends together (HTTP/1.1 pipelining; wrk, "
                            "load=duration; TechEmpower's pipelined test sends 16); wrk records one latency a batch")
     keepalive: bool = option(True, "bool", "requests reuse connections; --no-keepalive opens one per request of a "
@@ -252,8 +256,7 @@ def _known(cls, given: dict, what: str) -> dict:
 _LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
           "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
 #: The closed sets are text in a notebook.
-_WORDS = {"LoadModel": "str", "BackendName": "str", "Interleave": "str", "Order": "str", "Restart": "str",
-          "Warming": "str"}
+_WORDS = dict.fromkeys(("LoadModel", "BackendName", "Interleave", "Order", "Restart", "Warming", "Protocol"), "str")
 _SEVERAL = ("Cores", "Texts", "Counts", "Rates", "ServerList", "Factors")
 
 
@@ -329,11 +332,8 @@ def keywords(function):
 
 
 def parameters_cell(where: str = "compare", skip=("progress",)) -> list[str]:
-    """The lines of a notebook's parameters cell for ``where``'s options, each its help as a comment (wrapped at 116
-    columns) above ``name: type = default``, made from :data:`OPTIONS`, so a notebook's defaults and help cannot go
-    stale (``tests/test_options.py``); the notebook checks the values against the types
-    (:func:`benchlab.present.notebook.setup`). The help goes above, not beside: papermill skips a line that holds a
-    second "=", and a help such as "--factor java=17,25" would hide its option.
+    """A notebook's parameters cell for ``where``'s options, made from :data:`OPTIONS` (``tests/test_options.py``):
+    each help as a comment above ``name: type = default`` (papermill skips a line holding a second "=").
 
     >>> print("\\n".join(parameters_cell()[:3]))
     # the servers to compare, comma separated; the first is the baseline; nginx and go-nethttp beside Spring servers

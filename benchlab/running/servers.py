@@ -25,6 +25,7 @@ from ..errors import UsageError
 from ..schema import REFERENCES
 from . import natives, process
 from .jars import FLAVOURS, SERVLET_FLAVOURS, Cds, ensure_built, prepare_aot, prepare_cds
+from .protocols import HTTP1, Listener
 from .scenarios import ECHO_BODY, HELLO_BODY, JSON_BODY, SCENARIOS, Scenario, scenario  # noqa: F401 - re-exported
 from .variants import Settings, parse_name, settings
 
@@ -170,11 +171,13 @@ class Server:
         return asked
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True, folder: str = ".") -> list[str]:
-        """The command that starts this server on ``port``; ``folder`` holds the files of :meth:`files`."""
+             cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
+        """The command that starts this server on ``port``, serving ``listener``'s protocol; ``folder`` holds the
+        files of :meth:`files`."""
         raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
 
-    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str) -> dict[str, str]:
+    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str,
+              listener: Listener = HTTP1) -> dict[str, str]:
         """The files its command reads, by name, which the backend writes into ``folder`` first."""
         return {}
 
@@ -200,7 +203,7 @@ class SpringServer(Server):
     jvm: ClassVar[bool] = True
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True, folder: str = ".") -> list[str]:
+             cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
         """The command that starts this server on ``port``.
 
         It starts from its Class Data Sharing archive for this ``java`` when ``cds`` is true, making the
@@ -214,17 +217,18 @@ class SpringServer(Server):
             start = prepare_cds(self, java) if cds else Cds(jar=self.spring_jar)
             share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
         # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
-        return [java, *share, *self.java_arguments(port, jvm_opts=jvm_opts, jar=start.jar, host=host)]
+        return [java, *share, *self.java_arguments(port, jvm_opts=jvm_opts, jar=start.jar, host=host,
+                                                   listener=listener)]
 
-    def java_arguments(self, port: int, *, jvm_opts=(), jar: str, host: str) -> list[str]:
+    def java_arguments(self, port: int, *, jvm_opts=(), jar: str, host: str, listener: Listener = HTTP1) -> list[str]:
         """What follows ``java`` (and a sharing archive) on the command line, locally and in a container alike:
-        the settings' JVM options, the given ones, the jar and the Spring arguments."""
+        the settings' JVM options, the given ones, the jar and the Spring arguments (the listener's among them)."""
         return [*self.settings.jvm_options(), *jvm_opts, "-jar", jar, *self.settings.arguments(self.spring_flavour),
-                f"--server.port={port}", f"--server.address={host}"]
+                *listener.spring_arguments(), f"--server.port={port}", f"--server.address={host}"]
 
-    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str) -> list[str]:
+    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str, listener=HTTP1) -> list[str]:
         """The command of its container: the image's java with the same arguments as locally."""
-        return ["java", *self.java_arguments(port, jvm_opts=jvm_opts, jar=JAR_IN_IMAGE, host=host)]
+        return ["java", *self.java_arguments(port, jvm_opts=jvm_opts, jar=JAR_IN_IMAGE, host=host, listener=listener)]
 
     def programs(self, java: str) -> list[tuple[str, str]]:
         return [(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")]
@@ -253,14 +257,15 @@ class ReferenceServer(Server):
         return asked
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True, folder: str = ".") -> list[str]:
-        return natives.argv(self.name, port, host=host, folder=folder)
+             cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
+        return natives.argv(self.name, port, host=host, folder=folder, listener=listener)
 
-    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str) -> list[str]:
-        return natives.argv(self.name, port, host=host, folder=folder, container=True)
+    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str, listener=HTTP1) -> list[str]:
+        return natives.argv(self.name, port, host=host, folder=folder, container=True, listener=listener)
 
-    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str) -> dict[str, str]:
-        return natives.files(self.name, port, host=host, cpus=cpus, folder=folder)
+    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str,
+              listener: Listener = HTTP1) -> dict[str, str]:
+        return natives.files(self.name, port, host=host, cpus=cpus, folder=folder, listener=listener)
 
     def require(self, java: str) -> None:
         natives.require(self.name)
@@ -276,7 +281,7 @@ class CommandServer(Server):
     kind: ClassVar[str] = "command"
 
     def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
-             cds: bool = True, folder: str = ".") -> list[str]:
+             cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
         return [a.replace("{port}", str(port)) for a in self.command]
 
     def programs(self, java: str) -> list[tuple[str, str]]:
@@ -302,10 +307,6 @@ BUILTINS = (*(f"spring-{f}" for f in FLAVOURS), *REFERENCES)
 DEFAULT_SERVERS = tuple(f"spring-{f}" for f in SERVLET_FLAVOURS)
 
 
-def _reference(name: str) -> Server:
-    return ReferenceServer(name=name, path="/hello", ready_path="/info", image=f"benchlab/{name}")
-
-
 def get(server: str | Server) -> Server:
     """The server named ``server`` (or ``server`` itself)."""
     if isinstance(server, Server):
@@ -313,11 +314,9 @@ def get(server: str | Server) -> Server:
     if isinstance(server, str) and server.startswith(("http://", "https://")):
         return Server.from_url(server)
     if isinstance(server, str) and server in REFERENCES:
-        return _reference(server)
-    if isinstance(server, str) and server in BUILTINS:
+        return ReferenceServer(name=server, path="/hello", ready_path="/info", image=f"benchlab/{server}")
+    if isinstance(server, str) and (server in BUILTINS or server in FLAVOURS):
         return _spring(server.removeprefix("spring-"))
-    if isinstance(server, str) and server in FLAVOURS:
-        return _spring(server)
     if isinstance(server, str) and ("+" in server or "@" in server):
         base, given = parse_name(server)
         if base in REFERENCES:

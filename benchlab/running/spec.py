@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import cores, schema
 from ..errors import UsageError
 from ..schema import LOAD_MODELS, BackendName
-from . import backends, drivers, generators, servers, variants
+from . import backends, drivers, generators, protocols, servers, variants
 from .load import Load, parse_duration
 from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
 
@@ -53,7 +53,9 @@ class RunSpec:
             "method": self.scenario.method,
             "driver": self.driver,
             "load": load.model,
+            "protocol": load.protocol,
             "connections": load.connections,
+            "streams": load.streams,
             "threads": load.threads,
             "users": load.users,
             "loops": load.loops,
@@ -99,14 +101,15 @@ class RunSpec:
                                cpus=self.server_cpus, log_path=log_path, jvm_opts=self.jvm_opts, java=self.server_java,
                                cds=self.cds, memory=self.memory, allow_remote=self.allow_remote,
                                startup_timeout=self.startup_timeout,
-                               start_cpus=tuple(self.load_cpus) if self.backend == "local" else ())
+                               start_cpus=tuple(self.load_cpus) if self.backend == "local" else (),
+                               listener=protocols.listener(self.load.protocol))
 
     def server_key(self) -> str:
         """Everything that makes this run's server a different one (a shared server of ``restart="never"`` serves
         only forks with the same key): its name and settings, cores, JVM options, java, archive, memory, port,
-        backend and engine."""
+        backend and engine, and the protocol it was started for."""
         parts = [self.server.name, self.server_cpus, self.jvm_opts, self.server_java, self.cds, self.memory,
-                 self.port, self.backend, sorted(self.docker.given().items())]
+                 self.port, self.backend, sorted(self.docker.given().items()), self.load.protocol]
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
     def cell_key(self, label: str | None = None) -> str:
@@ -138,8 +141,10 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
     server_cores, load_cores = cores.resolve(o.server_cpus, o.load_cpus)
     load_hosts = generators.hosts(o.load_hosts)
     load = _load(o, load_cores, load_hosts)
-    driver = drivers.get(o.driver, load.model)
+    driver = drivers.get(o.driver, load.model, load.protocol)
     driver.check(load)  # a driver's own input checks (a user's .jmx)
+    drivers.check_protocol(driver, load)
+    _check_protocol(load.protocol, server, o.backend)
     _choice("backend", o.backend, backends.NAMES)
     docker = _docker_options(o)
     generators.check(load_hosts, driver=driver.name, load=load, docker=docker)
@@ -198,7 +203,22 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
                 duration=parse_duration(o.duration), warmup=o.warmup, warming=o.warming,
                 timeout=parse_duration(o.timeout, what="timeout"),
                 users=o.users, loops=o.loops, rate=o.rate, ramp_up=parse_duration(o.ramp_up, what="ramp_up"), plan=plan,
-                pipeline=o.pipeline, keepalive=o.keepalive, slo=o.slo)
+                pipeline=o.pipeline, keepalive=o.keepalive, slo=o.slo, protocol=o.protocol, streams=o.streams)
+
+
+def _check_protocol(protocol, server: servers.Server, backend: str) -> None:
+    """A protocol benchlab can start the server for: any for a built-in; over TLS, a URL server's own https url (its
+    certificate is its own); no TLS in a container yet."""
+    protocols.check(protocol)
+    tls = protocol in ("h2", "https")
+    if tls and backend == "docker":
+        raise UsageError(f"protocol {protocol!r} over TLS runs locally only for now: use backend='local', or h2c")
+    if tls and server.kind == "command":
+        raise UsageError(f"benchlab cannot give {server.name} a certificate: start it yourself with TLS and give its "
+                         "https url (Server.from_url), or use protocol='h2c' or 'http1'")
+    if server.kind == "url" and tls != str(server.url).startswith("https://"):
+        raise UsageError(f"protocol {protocol!r} {'needs' if tls else 'cannot use'} an https url: {server.url} is "
+                         f"{'plain http' if tls else 'TLS'}; give the server's {'https' if tls else 'http'} url")
 
 
 def _docker_options(o: RunOptions) -> backends.DockerOptions:

@@ -12,44 +12,42 @@ import json
 import urllib.parse
 
 from ..errors import ServerError, VerifyError
-from . import jars, metadata, servers, variants
+from ..schema import Protocol
+from . import jars, metadata, protocols, servers, variants
 from .backends.base import http_get
 from .spec import RunSpec
 
 
-def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0) -> tuple[int, dict, bytes]:
-    """Send the scenario's request once; raise :class:`VerifyError` showing what came back if it is wrong."""
+def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0,
+           protocol: Protocol = "http1") -> protocols.Answer:
+    """Send the scenario's request once over ``protocol``; raise :class:`VerifyError` showing what came back if it
+    is wrong, or if the server spoke another protocol (:func:`benchlab.running.protocols.request`)."""
     parts = urllib.parse.urlsplit(url)
     if not parts.hostname:  # Server.from_url and the backends make none such
         raise VerifyError(f"verify {url}: the url names no host; give http://HOST:PORT/PATH")
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     headers = {"Content-Type": scenario.content_type} if scenario.content_type else {}
     try:
-        conn.request(scenario.method, scenario.path, body=scenario.body, headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        status, response_headers = response.status, dict(response.getheaders())
-    except OSError as exc:
+        answer = protocols.request(url, scenario.path, protocol, method=scenario.method, body=scenario.body,
+                                   headers=headers, timeout=timeout)
+    except (OSError, http.client.HTTPException) as exc:
         raise VerifyError(f"verify {scenario.method} {url}{scenario.path}: no answer ({exc})") from None
-    finally:
-        conn.close()
-    problem = scenario.check(status, body)
+    problem = scenario.check(answer.status, answer.body)
     if problem:
-        shown = body[:200].decode(errors="replace")
+        shown = answer.body[:200].decode(errors="replace")
         raise VerifyError(
-            f"verify {scenario.method} {url}{scenario.path}: {problem}; got {status} with body {shown!r} "
+            f"verify {scenario.method} {url}{scenario.path}: {problem}; got {answer.status} with body {shown!r} "
             "- check the scenario and the server's log"
         )
-    return status, response_headers, body
+    return answer
 
 
-def _server_info(url: str, server: servers.Server) -> dict:
+def _server_info(url: str, server: servers.Server, protocol: Protocol = "http1") -> dict:
     """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
     size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
     if not server.builtin:
         return {"server": server.name, "server_version": None}
     try:
-        status, body = http_get(url, "/info", timeout=10)
+        status, body = http_get(url, "/info", timeout=10, protocol=protocol)
         info = json.loads(body) if status == 200 else None
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return {"server": server.flavour or server.name, "server_version": None, "note": f"GET /info failed: {exc}"}
@@ -64,8 +62,9 @@ def verified(spec: RunSpec, instance, driver) -> dict:
 
     A server that runs other settings than the spec asks for fails the run, recorded with what it said it runs.
     """
-    status, headers, body = verify(instance.url, spec.scenario)
-    info = _server_info(instance.url, spec.server)
+    protocol = spec.load.protocol
+    answer = verify(instance.url, spec.scenario, protocol=protocol)
+    info = _server_info(instance.url, spec.server, protocol)
     checks = variants.check(spec.server.settings, info)
     wrong = variants.mismatch(spec.server.name, checks)
     if wrong:
@@ -77,7 +76,12 @@ def verified(spec: RunSpec, instance, driver) -> dict:
                       else {}),
         settings=checks,
         launch=_launch_metadata(spec),
-        verify={"status": status, "bytes": len(body), "content_type": headers.get("Content-Type")},
+        verify={"status": answer.status, "bytes": len(answer.body),
+                "content_type": answer.headers.get("Content-Type") or answer.headers.get("content-type")},
+        protocol={**protocols.listener(protocol).record(), **answer.facts(),
+                  "stream_limit": protocols.stream_limit(spec.server, answer),
+                  # the cipher the load used: h2load offers one alone; wrk and vegeta take the server's choice
+                  "load_cipher": protocols.CIPHER if answer.cipher and spec.driver == "h2load" else answer.cipher},
         shared_cores=bool(set(spec.server_cpus) & set(spec.load_cpus)),
         latency_corrected=driver.corrected,
     )

@@ -195,7 +195,8 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     chosen = connections or own
     pipeline = load.pipeline if chosen == own else 1  # a primer or a wider rate warm-up does not pipeline
     return Load(connections=chosen, threads=min(load.threads, chosen), duration=seconds,
-                warmup=seconds, timeout=load.timeout, pipeline=pipeline, keepalive=load.keepalive)
+                warmup=seconds, timeout=load.timeout, pipeline=pipeline, keepalive=load.keepalive,
+                protocol=load.protocol, streams=load.streams)
 
 
 #: The most connections a rate load's warm-up opens to carry its rate (:func:`_carrying`).
@@ -244,8 +245,8 @@ def _counters(perfdata) -> dict:
 
 def _slice(url: str, scenario, slice_load: Load, phase: str, *, began: float, cpus, workdir: Path, runner=None,
            perfdata=None, on_slice=None) -> dict:
-    """One slice of warming load through wrk, and the counters after it, on the clock that began at ``began``."""
-    metrics, _ = drivers.execute(drivers.tool("wrk"), url, scenario, slice_load, cpus=cpus, workdir=workdir,
+    """One slice of warming load (:func:`drivers.warmer`), and the counters after it, on the clock of ``began``."""
+    metrics, _ = drivers.execute(drivers.warmer(slice_load), url, scenario, slice_load, cpus=cpus, workdir=workdir,
                                  phase="warmup", runner=runner)
     done = {"t": round(time.monotonic() - began, 3), "phase": phase, "connections": slice_load.connections,
             "rps": metrics.get("rps"), "p99": metrics.get("p99"), "bytes_per_request": metrics.get("bytes_per_request"),
@@ -310,7 +311,7 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
         seconds = float(load.warmup)
         metrics: dict = {}
         if seconds > 0:
-            metrics, _ = drivers.execute(drivers.tool("wrk"), url, scenario, _warming_load(load, seconds), cpus=cpus,
+            metrics, _ = drivers.execute(drivers.warmer(load), url, scenario, _warming_load(load, seconds), cpus=cpus,
                                          workdir=workdir, phase="warmup", runner=runner)
         end = {"t": round(time.monotonic() - began, 3), **_counters(perfdata)}
         if metrics and on_slice is not None:  # the live view: the whole warm-up as one slice, its load unchanged

@@ -106,6 +106,7 @@ class Run:
                                else None)
         row["accept_queue"] = _mapping(self.metadata.get("accept_queue")).get("value")
         row["somaxconn"] = _mapping(self.metadata.get("network")).get("somaxconn")
+        row["stream_limit"] = _mapping(self.metadata.get("protocol")).get("stream_limit")
         return row
 
     def to_frame(self):

@@ -22,7 +22,7 @@ _METRIC_NUMBERS = tuple(m for m in (*METRICS, *RESOURCES) if m not in (*_SIGNED,
 
 #: The params that are numbers >= 0, those that are lists, and the other columns: any scalar.
 _PARAM_NUMBERS = ("connections", "threads", "users", "loops", "load_cores", "repeat", "window", "max_threads",
-                  "rate", "duration", "timeout")
+                  "rate", "duration", "timeout", "streams")
 _PARAM_LISTS = {"server_cpus": int, "load_cpus": int, "jvm_opts": str}
 _PARAM_SCALARS = tuple(p for p in PARAMS if p not in (*_PARAM_NUMBERS, *_PARAM_LISTS, "warmup"))
 
@@ -32,6 +32,8 @@ _METADATA = {
     "java": (("version",), ()),
     "accept_queue": ((), ("value",)),
     "network": ((), ("somaxconn",)),
+    "protocol": (("protocol", "negotiated", "tls_version", "cipher", "load_cipher"),
+                 ("stream_limit", "max_concurrent_streams")),
     "cpu": (("model",), ("logical_cpus",)),
     "system": (("kernel",), ("memory_bytes",)),
     "warmup": (("class",), ("jit_quiet_s",)),
@@ -103,16 +105,18 @@ def _fine(doc: dict) -> bool:
     containers = [*map(params.get, _PARAM_LISTS), doc.get("files", [])]
     if not (_SECTIONS_TYPES.issuperset(map(type, parts)) and _CONTAINERS.issuperset(map(type, containers))):
         return False  # a section given as a list would fail on .get below
-    server, java, queue, network, cpu, system, warmup = (part or _EMPTY for part in parts)
+    server, java, queue, network, protocol, cpu, system, warmup = (part or _EMPTY for part in parts)
     cores = [*_listed(params.get("server_cpus")), *_listed(params.get("load_cpus"))]
     numbers = list(map(metrics.get, _METRIC_NUMBERS))
     numbers += map(params.get, _PARAM_NUMBERS)
     numbers += (queue.get("value"), network.get("somaxconn"), cpu.get("logical_cpus"), system.get("memory_bytes"),
-                warmup.get("jit_quiet_s"), *cores)
+                warmup.get("jit_quiet_s"), protocol.get("stream_limit"), protocol.get("max_concurrent_streams"),
+                *cores)
     texts = list(map(metrics.get, _TEXT))
     texts += map(doc.get, _TEXT_FIELDS)
     texts += map(server.get, _SERVER_TEXT)
-    texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"))
+    texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"),
+              *map(protocol.get, ("protocol", "negotiated", "tls_version", "cipher", "load_cipher")))
     names = [*_listed(params.get("jvm_opts")), *_listed(doc.get("files"))]  # text, never None
     objects = [*_listed(warmup.get("slices")), *_listed(metadata.get("settings"))]
     present = list(filter(None, numbers))  # drops None and zeros, which are fine

@@ -90,6 +90,9 @@ func infoHandler(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "the address to listen on, host:port")
+	h2c := flag.Bool("h2c", false, "serve HTTP/2 in clear text with prior knowledge beside HTTP/1.1 (Go 1.24+)")
+	cert := flag.String("cert", "", "serve TLS with this PEM certificate (HTTP/2 and HTTP/1.1 by ALPN)")
+	key := flag.String("key", "", "the PEM key of -cert")
 	flag.Parse()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hello", helloHandler)
@@ -97,6 +100,16 @@ func main() {
 	mux.HandleFunc("/sleep", sleepHandler)
 	mux.HandleFunc("/echo", echoHandler)
 	mux.HandleFunc("/info", infoHandler)
-	log.Printf("go-nethttp %s listening on %s, GOMAXPROCS %d", runtime.Version(), *addr, runtime.GOMAXPROCS(0))
-	log.Fatal(http.ListenAndServe(*addr, mux))
+	server := &http.Server{Addr: *addr, Handler: mux}
+	if *h2c {
+		if err := enableH2C(server); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Printf("go-nethttp %s listening on %s, GOMAXPROCS %d, h2c %v, TLS %v", runtime.Version(), *addr,
+		runtime.GOMAXPROCS(0), *h2c, *cert != "")
+	if *cert != "" {
+		log.Fatal(server.ListenAndServeTLS(*cert, *key))
+	}
+	log.Fatal(server.ListenAndServe())
 }

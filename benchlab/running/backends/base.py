@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ...errors import ServerError
+from ..protocols import Listener
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Launch:
     #: The cores a local JVM may also use while it starts (the run holds them: no load runs yet); it is
     #: pinned to ``cpus`` once it answers. Empty: it starts on ``cpus``.
     start_cpus: tuple[int, ...] = ()
+    #: the protocol it serves, and over TLS its certificate (:mod:`benchlab.running.protocols`)
+    listener: Listener = Listener()
 
 
 @dataclass(frozen=True)
@@ -176,33 +179,31 @@ class TooLarge(ValueError):
     """A probe's answer went past :data:`PROBE_LIMIT`."""
 
 
-def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | None = None) -> tuple[int, bytes]:
-    """``GET`` ``path`` (default: the url's own) from the host and port of ``url``: ``(status, body)``.
+def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | None = None,
+             protocol: str = "http1") -> tuple[int, bytes]:
+    """``GET`` ``path`` (default: the url's own) from the host and port of ``url`` over ``protocol``:
+    ``(status, body)``.
 
-    Through :mod:`http.client`, so straight to that address: no ``http_proxy`` from the environment (a
+    Straight to that address (:func:`benchlab.running.protocols.request`): no ``http_proxy`` from the environment (a
     proxy's 502 is not the server's answer) and no redirect followed (a 3xx is the answer, wherever it
     points). At most ``limit`` (:data:`PROBE_LIMIT`) bytes are read; more is :class:`TooLarge`.
     """
+    from ..protocols import request
+
     limit = PROBE_LIMIT if limit is None else limit
     parts = urllib.parse.urlsplit(url)
     if not parts.hostname:  # Server.from_url and the backends make none such
         raise ServerError(f"{url} names no host: give http://HOST:PORT/PATH")
     target = path or ((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
-    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
-    try:
-        conn.request("GET", target)
-        response = conn.getresponse()
-        body = response.read(limit + 1)
-        if len(body) > limit:
-            raise TooLarge(f"{url}{path or ''} answered more than {limit} bytes")
-        return response.status, body
-    finally:
-        conn.close()
+    answer = request(url, target, protocol, timeout=timeout, limit=limit)  # type: ignore[arg-type]
+    if len(answer.body) > limit:
+        raise TooLarge(f"{url}{path or ''} answered more than {limit} bytes")
+    return answer.status, answer.body
 
 
 def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: float = 0.01,
                on_exit: Callable[[], Exception] | None = None,
-               on_timeout: Callable[[], Exception] | None = None) -> float:
+               on_timeout: Callable[[], Exception] | None = None, protocol: str = "http1") -> float:
     """Poll ``url`` every ``poll`` seconds until any HTTP answer; return the seconds it took.
 
     Any status is an answer (a 404, a redirect: the server is listening); only the server itself is
@@ -214,7 +215,7 @@ def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: flo
     deadline = began + timeout
     while True:
         try:
-            http_get(url, timeout=1.0)
+            http_get(url, timeout=1.0, protocol=protocol)  # a server that speaks another protocol: VerifyError
             return time.monotonic() - began
         except TooLarge:
             return time.monotonic() - began  # it answered, at length: that is ready too

@@ -15,8 +15,8 @@ from ...schema import LoadModel
 from .. import process
 from .base import Driver, Invocation, LoadTool, version_of
 
-__all__ = ["Driver", "Invocation", "LoadTool", "NAMES", "DEFAULTS", "tool", "get", "execute", "run_local",
-           "version_of"]
+__all__ = ["Driver", "Invocation", "LoadTool", "NAMES", "DEFAULTS", "tool", "get", "warmer", "check_protocol",
+           "execute", "run_local", "version_of"]
 
 NAMES = ("wrk", "h2load", "jmeter", "vegeta")
 
@@ -47,15 +47,45 @@ def tool(name: str) -> LoadTool:
     raise UsageError(f"unknown driver {name!r}: choose one of {', '.join(NAMES)}")
 
 
-def get(name: str | None, model: LoadModel = "duration") -> LoadTool:
-    """The driver for a load ``model``: ``name``, or the model's default driver."""
-    driver = tool(name or DEFAULTS[model])
+def get(name: str | None, model: LoadModel = "duration", protocol: str = "http1") -> LoadTool:
+    """The driver for a load ``model`` over ``protocol``: ``name``, or the model's default driver (h2load for a
+    closed loop over HTTP/2, which wrk cannot speak)."""
+    default = "h2load" if protocol in ("h2c", "h2") and model != "rate" else DEFAULTS[model]
+    driver = tool(name or default)
     if model not in driver.models:
         raise UsageError(
             f"{name} cannot offer a {model!r} load: it does {', '.join(driver.models)}; "
             f"use driver={DEFAULTS[model]!r} for {model!r}"
         )
     return driver
+
+
+def warmer(load) -> LoadTool:
+    """The tool that warms a server for ``load`` (:mod:`benchlab.running.warmup`): wrk, or over HTTP/2, which wrk
+    cannot speak, h2load, so the JIT compiles the protocol's own code paths.
+
+    >>> from benchlab.running.load import Load
+    >>> warmer(Load(protocol="h2c", streams=10)).name, warmer(Load(protocol="https")).name
+    ('h2load', 'wrk')
+    """
+    return tool("h2load" if load.protocol in ("h2c", "h2") else "wrk")
+
+
+def check_protocol(driver: LoadTool, load) -> None:
+    """The driver speaks the load's protocol, and sets its streams; a :class:`UsageError` naming one that does if not.
+
+    >>> from benchlab.running.load import Load
+    >>> check_protocol(tool("wrk"), Load(protocol="h2c"))
+    Traceback (most recent call last):
+    benchlab.errors.UsageError: wrk cannot speak h2c: it speaks http1, https; use driver='h2load' (or vegeta for a rate)
+    """
+    if load.protocol not in driver.protocols:
+        other = "h2load" if load.model != "rate" else "vegeta"
+        raise UsageError(f"{driver.name} cannot speak {load.protocol}: it speaks {', '.join(driver.protocols)}; use "
+                         f"driver={other!r}" + (" (or vegeta for a rate)" if other == "h2load" else ""))
+    if load.streams > 1 and not driver.streams:
+        raise UsageError(f"streams={load.streams} is h2load's -m: {driver.name} sets no streams a connection; use "
+                         "driver='h2load', or drop streams")
 
 
 def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",

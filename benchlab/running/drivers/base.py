@@ -26,7 +26,8 @@ class Invocation:
 
     ``files`` names what the tool writes or reads beside the result, by role (``"log"``, ``"jtl"``,
     ``"results"``, ``"script"``); ``planned_requests`` is a count load's size when the driver knows it,
-    ``target_rps`` a rate load's rate, ``pipeline`` the requests a connection sends together.
+    ``target_rps`` a rate load's rate, ``pipeline`` the requests a connection sends together, ``protocol`` what
+    its requests speak.
 
     >>> Invocation(("wrk", "-c1"), "warmup", Path("runs/1")).phase
     'warmup'
@@ -39,6 +40,7 @@ class Invocation:
     planned_requests: int | None = None
     target_rps: float | None = None
     pipeline: int = 1
+    protocol: str = "http1"
 
     def __post_init__(self) -> None:
         if self.phase not in ("warmup", "measure"):
@@ -59,6 +61,10 @@ class LoadTool(Protocol):
     def install(self) -> str: ...
     @property
     def corrected(self) -> str | None: ...
+    @property
+    def protocols(self) -> tuple[str, ...]: ...
+    @property
+    def streams(self) -> bool: ...
 
     def executable(self) -> str: ...
     def version(self) -> str: ...
@@ -77,6 +83,9 @@ class Driver:
     version_flag = "--version"
     #: What the tool did to its latencies before reporting them (wrk's correction), None when nothing.
     corrected: str | None = None
+    #: The protocols it speaks (:data:`benchlab.schema.PROTOCOLS`), and whether it sets HTTP/2 streams a connection.
+    protocols: tuple[str, ...] = ("http1",)
+    streams = False
 
     def check(self, load) -> None:
         """Refuse this tool's own inputs (a user's JMeter plan) before any server starts; none by default."""

@@ -1,10 +1,16 @@
-"""h2load (nghttp2): a closed loop of a fixed request count, ``users`` x ``loops`` over HTTP/1.1.
+"""h2load (nghttp2): a closed loop over HTTP/1.1 or HTTP/2, in clear text or over TLS: for a time (``duration``:
+``-D``, ``connections`` x ``streams`` requests in flight) or a fixed count (``users`` x ``loops``).
 
 Its traps, handled here: it exits 0 even when every connection is refused, so the parser checks its
 counts (succeeded against requested, errored, failed) and raises :class:`LoadError`; its
-``--warm-up-time`` leaves warm-up bytes in the traffic counters, so it is never passed (the ``count``
-model has no warm-up phase). Latencies come from its per-request log (``--log-file``: start time in
-microseconds since the epoch, status, microseconds until the end of the response), one row per request.
+``--warm-up-time`` leaves warm-up bytes in the traffic counters, so it is never passed (benchlab warms in a
+phase of its own). Latencies come from its per-request log (``--log-file``: start time in microseconds since
+the epoch, status, microseconds until the end of the response), one row per request: its summary gives only a
+mean and a standard deviation, never a percentile. It prints the protocol it negotiated ("Application protocol:
+h2c"), which must be the one asked: a server that fell back to HTTP/1.1 fails the window in one line. Its HTTP/2
+flow-control windows are set to the protocol's defaults (``-w16 -W16``: its own default of 2^30 bytes switches
+flow control off in effect), and over TLS it offers TLS 1.3's one cipher every server is given
+(:data:`benchlab.running.protocols.CIPHER`).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 from ...errors import LoadError, UsageError
 from ...schema import SECONDS
 from ...store.histogram import Histogram
+from ..protocols import CIPHER, WINDOW_BITS
 from . import latency
 from .base import Driver, Invocation
 
@@ -29,21 +36,35 @@ def log_path(workdir: Path, phase: str) -> Path:
     return Path(workdir) / f"h2load-{phase}.log"
 
 
+#: What h2load prints as the application protocol for each of benchlab's protocols.
+NEGOTIATED = {"http1": "http/1.1", "https": "http/1.1", "h2c": "h2c", "h2": "h2"}
+_PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
+_CIPHER = re.compile(r"^Cipher: (\S+)", re.MULTILINE)
+
+
 class H2load(Driver):
     name = "h2load"
-    models = ("count",)
+    models = ("count", "duration")
+    protocols = ("http1", "h2c", "h2", "https")
+    streams = True
     install = "apt-get install nghttp2-client (or bash .ci/install-drivers.sh)"
 
     def command(self, url: str, scenario, load, *, phase: str, workdir: Path) -> Invocation:
-        if load.model != "count":
-            raise UsageError(f"h2load offers a 'count' load (users x loops), not {load.model!r}: use wrk or vegeta")
-        users, requests = load.users, load.users * load.loops
+        if load.model not in self.models:
+            raise UsageError(f"h2load offers a closed loop ('duration' or 'count'), not {load.model!r}: use vegeta")
         log = log_path(workdir, phase)
+        if load.model == "count":
+            users, requests = load.users, load.users * load.loops
+            size = ["-n", str(requests), "-c", str(users), "-t", str(max(1, min(load.threads, users)))]
+        else:
+            users, requests = load.connections, None
+            seconds = load.warmup if phase == "warmup" else load.duration
+            size = ["-D", f"{max(1, round(seconds))}", "-c", str(users),
+                    "-t", str(max(1, min(load.threads, users)))]
         argv = [
-            self.executable(), "--h1",
-            "-n", str(requests),
-            "-c", str(users),
-            "-t", str(max(1, min(load.threads, users))),
+            self.executable(), *PROTOCOL_FLAGS[load.protocol], *size,
+            *(["-m", str(load.streams), f"-w{WINDOW_BITS}", f"-W{WINDOW_BITS}"] if load.protocol in ("h2c", "h2")
+              else []),
             f"--connection-inactivity-timeout={max(1, round(load.timeout * 1000))}ms",
             f"--log-file={log}",
         ]
@@ -56,15 +77,41 @@ class H2load(Driver):
         if scenario.content_type:
             argv += ["-H", f"Content-Type: {scenario.content_type}"]
         return Invocation((*argv, url + scenario.path), phase, workdir, files={"log": log},
-                          planned_requests=requests)
+                          planned_requests=requests, protocol=load.protocol)
 
     def parse(self, stdout: str, invocation: Invocation) -> dict:
         log = invocation.files["log"]
+        negotiated(stdout, invocation.protocol)
         return parse(stdout, log.read_text() if log.exists() else "")
 
     def histogram(self, stdout: str, invocation: Invocation) -> Histogram | None:
         log = invocation.files["log"]
         return distribution(log.read_text()) if log.exists() else None
+
+
+#: h2load's flags for each protocol: HTTP/1.1 is asked by ALPN (``--h1``), h2c is its default in clear text (prior
+#: knowledge, no upgrade), h2 its default over TLS; over TLS it offers the one cipher every server is given.
+PROTOCOL_FLAGS = {"http1": ["--h1"], "https": ["--h1", f"--tls13-ciphers={CIPHER}"], "h2c": [],
+                  "h2": ["--npn-list=h2", f"--tls13-ciphers={CIPHER}"]}
+
+
+def negotiated(stdout: str, protocol: str) -> str:
+    """The protocol h2load negotiated, checked against the one asked: a fallback is a :class:`LoadError` in one line.
+
+    >>> negotiated("TLS Protocol: TLSv1.3\\nApplication protocol: h2\\n", "h2")
+    'h2'
+    >>> negotiated("Application protocol: http/1.1\\n", "h2c")
+    Traceback (most recent call last):
+    benchlab.errors.LoadError: asked h2c, but h2load negotiated http/1.1: the server did not speak it; nothing of this \
+window counts
+    """
+    found = _PROTOCOL.search(stdout)
+    if found is None:  # no connection came up: the counts say why
+        return ""
+    if found.group(1) != NEGOTIATED[protocol]:
+        raise LoadError(f"asked {protocol}, but h2load negotiated {found.group(1)}: the server did not speak it; "
+                        "nothing of this window counts")
+    return found.group(1)
 
 
 def distribution(log: str) -> Histogram:

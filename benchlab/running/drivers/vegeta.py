@@ -41,9 +41,16 @@ def _rate_flag(rate: float) -> str:
     return f"{round(rate * 1000)}/1000s"
 
 
+#: vegeta's flags for each protocol: Go's client offers h2 by ALPN over TLS unless told -http2=false, speaks h2c with
+#: prior knowledge only when told -h2c, and is told not to verify the throwaway certificate.
+PROTOCOL_FLAGS = {"http1": [], "h2c": ["-h2c"], "h2": ["-http2=true", "-insecure"],
+                  "https": ["-http2=false", "-insecure"]}
+
+
 class Vegeta(Driver):
     name = "vegeta"
     models = ("rate",)
+    protocols = ("http1", "h2c", "h2", "https")
     install = ("GOBIN=<repo>/.tools/bin go install github.com/tsenart/vegeta/v12@v12.13.0 "
                "(or bash .ci/install-drivers.sh)")
 
@@ -86,6 +93,7 @@ class Vegeta(Driver):
             f"-targets={targets}",
             f"-output={results}",
             *([] if load.keepalive else ["-keepalive=false"]),
+            *PROTOCOL_FLAGS[load.protocol],
         ]
         return Invocation(tuple(argv), phase, workdir, files={"targets": targets, "results": results},
                           target_rps=load.rate)

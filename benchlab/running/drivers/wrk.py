@@ -169,6 +169,7 @@ def _whole_seconds(seconds: float) -> str:
 class Wrk(Driver):
     name = "wrk"
     models = ("duration", "count")
+    protocols = ("http1", "https")  # HTTP/1.1, in clear text or over TLS (an https url); no HTTP/2
     install = "apt-get install wrk (or conda install -c conda-forge wrk)"
     version_flag = "-v"
     corrected = CORRECTED

@@ -154,13 +154,15 @@ class DockerInstance:
         self._cgroup: str | None = None  # the file counting its CPU time ("" where this machine cannot read it)
         self._exited = threading.Event()
         self._stopped = False
-        argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, host=bind, folder=FOLDER_IN_IMAGE)
-        files = server.files(launch.port, host=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE)
+        listener = launch.listener
+        argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, host=bind, folder=FOLDER_IN_IMAGE,
+                                     listener=listener)
+        files = server.files(launch.port, host=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE, listener=listener)
         for name, text in files.items():  # kept beside the run's log too, as the local backend keeps them
             (Path(launch.log_path).parent / name).write_text(text)
         memory = parse_memory(launch.memory)
-        self.metadata: dict = {"container": self.name, "image": image.tag, "image_id": image.id,
-                               "argv": argv, "cpus": list(launch.cpus)}
+        self.metadata: dict = {"container": self.name, "image": image.tag, "image_id": image.id, "argv": argv,
+                               "cpus": list(launch.cpus)}
         self._began = time.monotonic()
         self.container = client.containers.create(
             image.tag, entrypoint=argv[:1], command=argv[1:], name=self.name, labels=labels,
@@ -190,7 +192,8 @@ class DockerInstance:
 
     def wait(self) -> None:
         ready = self.url + (self.server.ready_path or self.server.path)
-        wait_ready(ready, timeout=self.launch.startup_timeout, alive=self.alive, on_exit=self._exit_error)
+        wait_ready(ready, timeout=self.launch.startup_timeout, alive=self.alive, on_exit=self._exit_error,
+                   protocol=self.launch.listener.protocol)
         self.startup_ms = (time.monotonic() - self._began) * 1000.0
         self._stats = ContainerStats(self.client, self.container.id)
         attrs = self.client.api.inspect_container(self.container.id)
@@ -205,9 +208,8 @@ class DockerInstance:
         return self._stats() if self._stats else (None, None)
 
     def cpu_seconds(self) -> float | None:
-        """The container's CPU time so far, every process in it, user and system: its cgroup's ``cpu.stat``
-        ``usage_usec`` (v2; v1's ``cpuacct.usage`` in ns), read through the host pid of its first process, as
-        HttpArena reads it. None on an engine elsewhere, whose cgroups this machine cannot read."""
+        """The container's CPU time so far, user and system: its cgroup's ``cpu.stat`` ``usage_usec`` (v1: ns), as
+        HttpArena reads it, found by its first process's host pid; None on an engine elsewhere."""
         if self._cgroup is None:
             self._cgroup = _cgroup_cpu(self._host_pid()) or ""
         return _read_cpu(self._cgroup) if self._cgroup else None
@@ -219,8 +221,7 @@ class DockerInstance:
             return None
 
     def counters(self):
-        """The JVM's performance counters, read through the container's root by the host pid of its java
-        (None on an engine elsewhere, or when the JVM keeps none)."""
+        """The JVM's counters, read through the container's root by its java's host pid (None: engine elsewhere)."""
         from ...perfdata import PerfData
 
         pid = self._host_pid()
