@@ -31,7 +31,8 @@ MIN_VARIANCES = 3
 NOISY = 0.95
 #: The history's weight, d0, is at most this share of the sitting's own degrees of freedom (and at least 1): a
 #: sitting five times noisier than its history, which its 2 to 8 degrees of freedom cannot tell from chance, then
-#: keeps at least two thirds of its own variance (docs/statistics.md: with limma's d0 it covered 0.83 at 2 rounds).
+#: gives its own variance at least two thirds of the weight (docs/statistics.md: with d0 as fitted it covered 0.83
+#: at 2 rounds, and 0.953-0.955 at 2 to 5 rounds with this cap).
 HISTORY_WEIGHT = 0.5
 #: Bartlett's test at this level decides whether a cell's servers share one fork variance.
 EQUAL_SPREAD = 0.05
