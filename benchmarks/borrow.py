@@ -50,8 +50,11 @@ def main() -> None:
                   f"{null['noisy']:>6.2f} {null['width']:>6.3f} {shifted['significant']:>6.2f} | "
                   f"{alone['width']:>14.3f} {alone_shifted['significant']:>6.2f} {alone['significant']:>6.3f}")
     flagged = [simulate("noisy sitting", rounds, trials, seed=1000 + rounds) for rounds in (2, 3, 5)]
-    print("noisy sitting, the ones flagged noisy_sitting (judged on their own): coverage at 2, 3, 5 rounds "
+    print("noisy sitting, the ones flagged noisy_sitting (judged on the sitting alone): coverage at 2, 3, 5 rounds "
           + ", ".join(f"{f['noisy_coverage']:.3f} of {f['noisy']:.2f}" for f in flagged))
+    uncapped = [simulate("noisy sitting", rounds, trials, seed=1000 + rounds, share=math.inf) for rounds in (2, 3, 5)]
+    print("noisy sitting with the history weighed as fitted (d0 not capped by the sitting's own df): coverage at 2, "
+          "3, 5 rounds " + ", ".join(f"{u['coverage']:.3f} {wilson(u['coverage'], trials)}" for u in uncapped))
     wrong = simulate("varied rps", 3, trials, seed=7, wrong=True)
     print(f"wrong method (a prior 5x too small, no noisy guard), varied rps at 3 rounds: coverage "
           f"{wrong['coverage']:.3f} {wilson(wrong['coverage'], trials)}")

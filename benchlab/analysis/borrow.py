@@ -12,10 +12,12 @@ Mol. Biol. 2004; limma's ``fitFDist``, ``squeezeVar`` and ``ebayes``):
   freedom, fitted to a scaled F by the method of moments (:func:`fit_prior`: d0, s0^2); the sitting's variance is
   squeezed, s~^2 = (d s^2 + d0 s0^2) / (d + d0), with a t on d + d0 degrees of freedom (at most the pooled
   degrees of freedom of sitting and history, limma's cap). Fewer than :data:`MIN_VARIANCES` stored variances give
-  no prior (d0 = 0).
+  no prior (d0 = 0). The history weighs at most :data:`HISTORY_WEIGHT` of the sitting's own degrees of freedom
+  (:func:`weight`): a sitting noisier than its history that no test can see at 2 rounds is not squeezed toward it.
 
-A sitting whose variance is above its prior's F(d, d0) quantile :data:`NOISY` is not squeezed (:func:`noisy`): it
-is judged on its own and flagged ``noisy_sitting``. ``docs/statistics.md`` gives the simulation that checks it.
+A sitting whose pooled variance (over all its servers) is above its prior's F(d, d0) quantile :data:`NOISY` is not
+squeezed (:func:`noisy`): it is judged on the sitting alone and flagged ``noisy_sitting``. ``docs/statistics.md``
+gives the simulation that checks both.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ import numpy as np
 #: less than 3 observations".
 MIN_VARIANCES = 3
 #: A sitting's variance above this quantile of F(d, d0) times s0^2 is not squeezed (``noisy_sitting``).
-NOISY = 0.99
+NOISY = 0.95
+#: The history's weight, d0, is at most this share of the sitting's own degrees of freedom (and at least 1): a
+#: sitting five times noisier than its history, which its 2 to 8 degrees of freedom cannot tell from chance, then
+#: gives its own variance at least two thirds of the weight (docs/statistics.md: with d0 as fitted it covered 0.83
+#: at 2 rounds, and 0.953-0.955 at 2 to 5 rounds with this cap).
+HISTORY_WEIGHT = 0.5
 #: Bartlett's test at this level decides whether a cell's servers share one fork variance.
 EQUAL_SPREAD = 0.05
 
@@ -94,6 +101,16 @@ def squeeze(s2, d, d0, s02):
     with np.errstate(invalid="ignore"):
         mixed = (d * s2 + np.where(finite & (d0 > 0), d0 * s02, 0.0)) / (d + np.where(finite, d0, 0.0))
     return np.where(finite, mixed, s02)
+
+
+def weight(d0, d, share: float = HISTORY_WEIGHT):
+    """The prior's degrees of freedom a sitting of ``d`` takes: d0, at most ``share`` x d and at least 1 (0 stays 0).
+
+    >>> [float(w) for w in weight([np.inf, 12.0, 0.5, 0.0], 4)]
+    [2.0, 2.0, 0.5, 0.0]
+    """
+    cap = np.maximum(share * np.asarray(d, dtype=float), 1.0)
+    return np.minimum(np.asarray(d0, dtype=float), cap)
 
 
 def noisy(s2, d, d0, s02, level: float = NOISY):
@@ -177,29 +194,32 @@ def pooled(variances, df):
 
 # --- one pair: its variance, squeezed or not, its interval and its test ---------------------------------------
 
-def judge(logs, first: int, second: int, prior, *, paired: bool, alpha: float) -> dict:
+def judge(logs, first: int, second: int, prior, *, paired: bool, alpha: float,
+          share: float = HISTORY_WEIGHT) -> dict:
     """Servers ``first`` against ``second`` from log fork means ``logs[..., server, round]`` (``paired``) or
     ``logs[..., server, fork]`` (apart, NaN padding), with ``prior`` = (d0, s0^2, the history's degrees of freedom)
-    broadcast on the leading axes. Returns arrays: ``low``, ``high`` and ``p`` of the ratio (geometric means',
-    which is the means' where the pool's variances are equal), ``s2`` and ``d`` (the sitting's variance used),
-    ``df`` (the moderated t's), ``servers`` (how many were pooled), ``noisy`` and ``borrowed`` (something beyond
-    the pair's own variance was used: more servers, or a prior). Where ``borrowed`` is False the pair is judged as
-    it would be without this module, by the caller."""
+    broadcast on the leading axes and weighed by :func:`weight` with ``share``. Returns arrays: ``low``, ``high`` and
+    ``p`` of the ratio (geometric means', which is the means' where the pool's variances are equal), ``s2`` and
+    ``d`` (the sitting's variance used), ``df`` (the moderated t's), ``servers`` (how many were pooled), ``noisy``
+    with ``sitting_s2`` and ``sitting_d`` (all the servers' pool, which the flag tests), ``d0`` (fitted) and
+    ``d0_used``, and ``borrowed`` (something beyond the pair's own variance was used: more servers, or a prior).
+    Where ``borrowed`` is False the pair is judged as it would be without this module, by the caller."""
     logs = np.asarray(logs, dtype=float)
     own, dfs = (two_way if paired else one_way)(logs)
-    s2, d, equal = pooled(own, dfs)
+    sitting_s2, sitting_d, equal = pooled(own, dfs)
     pair_logs = logs[..., [first, second], :]
     pair_s2, pair_d, _ = pooled(*(two_way if paired else one_way)(pair_logs))
     # The pool may widen a pair's variance, never narrow it below the pair's own: a server noisier than the others
     # (bimodal, say), which Bartlett's test cannot see at 2 rounds, keeps at least its own spread.
-    pool = equal & (s2 >= pair_s2)
+    pool = equal & (sitting_s2 >= pair_s2)
     servers = np.where(pool, (dfs > 0).sum(axis=-1), 2)
-    s2, d = np.where(pool, s2, pair_s2), np.where(pool, d, pair_d)
+    s2, d = np.where(pool, sitting_s2, pair_s2), np.where(pool, sitting_d, pair_d)
     d0, s02, history_df = (np.asarray(v, dtype=float) for v in prior)
-    loud = noisy(s2, d, d0, s02)
+    # The flag reads every server of the sitting, the most degrees of freedom it has, whether or not the pair pools.
+    loud = noisy(sitting_s2, sitting_d, d0, s02)
+    kept_d0 = np.where(loud, 0.0, weight(d0, d, share))
     with np.errstate(invalid="ignore"):
-        borrowed = ~loud & ((d0 > 0) | (servers > 2)) & (d > 0)
-    kept_d0 = np.where(loud, 0.0, d0)
+        borrowed = ((kept_d0 > 0) | (servers > 2)) & (d > 0)
     moderated_s2 = squeeze(s2, d, kept_d0, s02)
     df = total_df(d, kept_d0, history_df)
     a, b = pair_logs[..., 0, :], pair_logs[..., 1, :]
@@ -209,8 +229,9 @@ def judge(logs, first: int, second: int, prior, *, paired: bool, alpha: float) -
         na, nb = np.isfinite(a).sum(axis=-1), np.isfinite(b).sum(axis=-1)
         centre, scale = np.nanmean(a, axis=-1) - np.nanmean(b, axis=-1), 1.0 / na + 1.0 / nb
     low, high, p = moderated(centre, moderated_s2, scale, np.maximum(df, 1.0), alpha)
-    return {"low": low, "high": high, "p": p, "s2": s2, "d": d, "df": df, "servers": servers,
-            "noisy": loud, "borrowed": borrowed, "s02": s02, "d0": d0}
+    return {"low": low, "high": high, "p": p, "s2": s2, "d": d, "df": df, "servers": servers, "noisy": loud,
+            "sitting_s2": sitting_s2, "sitting_d": sitting_d, "borrowed": borrowed, "s02": s02, "d0": d0,
+            "d0_used": kept_d0}
 
 
 # --- the interval and the test ---------------------------------------------------------------------------

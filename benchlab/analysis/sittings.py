@@ -87,23 +87,23 @@ class Borrowed:
 def judge(found: Layout, server, against, prior, *, alpha: float) -> tuple[Borrowed | None, dict]:
     """``(borrowed, figures)``: ``server`` against ``against`` in a cell's :class:`Layout` with ``prior`` (a
     :class:`benchlab.analysis.history.Prior` or None); ``borrowed`` None where nothing beyond the pair's own
-    variance would be used, or the sitting is noisy (then judged on its own, as without borrowing). ``figures``
-    holds the sitting's variance and its prior's for the ``noisy_sitting`` flag."""
+    variance would be used (a noisy sitting borrows nothing from its history, only, where they pool, from its other
+    servers). ``figures`` holds the sitting's variance and its prior's for the ``noisy_sitting`` flag."""
     if server not in found.servers or against not in found.servers:
         return None, {}
     first, second = found.servers.index(server), found.servers.index(against)
     d0, s02, history_df = (prior.d0, prior.s02, prior.df) if prior is not None else (0.0, math.nan, 0.0)
     out = {k: float(np.asarray(v)) for k, v in
            borrow.judge(found.logs, first, second, (d0, s02, history_df), paired=found.paired, alpha=alpha).items()}
-    figures = {"s2": out["s2"], "d": out["d"], "s02": s02, "d0": d0, "noisy": bool(out["noisy"])}
+    figures = {"s2": out["sitting_s2"], "d": out["sitting_d"], "s02": s02, "d0": d0, "noisy": bool(out["noisy"])}
     if not out["borrowed"] or not all(map(math.isfinite, (out["low"], out["high"]))):
         return None, figures
     rounds = int(np.isfinite(found.logs[first]).sum() if not found.paired else found.logs.shape[1])
     pooled = int(out["servers"])
     parts = [f"fork variance pooled over {pooled} servers" if pooled > 2 else "fork variance of this pair"]
-    if prior is not None and out["d0"] > 0:
-        d0_text = "inf" if math.isinf(prior.d0) else f"{prior.d0:.0f}"
-        parts.append(f"and {prior.forks} stored forks, d0 = {d0_text}")
+    if prior is not None and out["d0_used"] > 0:
+        fitted = "inf" if math.isinf(prior.d0) else f"{prior.d0:.0f}"
+        parts.append(f"and {prior.forks} stored forks, d0 = {out['d0_used']:.3g} (fitted {fitted})")
     return Borrowed(out["low"], out["high"], out["p"], found.paired, rounds, " ".join(parts)), figures
 
 
@@ -134,8 +134,8 @@ def noisy(runs: pd.DataFrame, borrowing, baseline, *, alpha: float, metrics=("rp
                     d0 = "inf" if math.isinf(prior.d0) else f"{prior.d0:.0f}"
                     text = FLAGS["noisy_sitting"].format(
                         metric=metric, times=figures["s2"] / prior.s02, s2=figures["s2"], d=figures["d"],
-                        s02=prior.s02, d0=d0, limit=float(borrow.limit(figures["d"], prior.d0)), server=server,
-                        against=baseline)
+                        s02=prior.s02, d0=d0, limit=float(borrow.limit(figures["d"], prior.d0)), level=borrow.NOISY,
+                        server=server, against=baseline)
                     rows.append({"level": "cell", "id": None, **{c: cells.restore(v) for c, v in zip(keys, cell)},
                                  "server": server, "flag": "noisy_sitting", "explanation": text})
                     break
