@@ -219,9 +219,8 @@ FLAGS = {
     "host_differs": "host {host}'s rounds ran {shift:+.1%} from the other hosts' (t-test p={p:.3f}, below "
                     "{level:.3f}): that machine differs beyond the noise; check its cores, image and clock",
     "noisy_sitting": "{metric}'s fork variance in this sitting was {times:.1f}x this machine's stored prior "
-                     "({s2:.2g} on {d:.0f} df against s0^2 = {s02:.2g}, d0 = {d0}), above the {limit:.1f}x F allows "
-                     "at {level}: it was not squeezed toward that history, and {server} vs {against} was judged on "
-                     "this sitting alone",
+                     "({s2:.2g} on {d:.0f} df against s0^2 = {s02:.2g}, d0 = {d0}), above the {limit:.1f}x F allows at "
+                     "{level}: not squeezed toward that history, {server} vs {against} judged on this sitting alone",
     "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
     "damaged": "{line}",
