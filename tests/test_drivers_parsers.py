@@ -270,3 +270,49 @@ def test_drivers_keep_no_state_between_command_and_parse(tmp_path):
         invocation = driver.command("http://127.0.0.1:9", SCENARIOS["hello"], load, phase="warmup", workdir=tmp_path)
         assert isinstance(invocation, drivers.Invocation) and invocation.phase == "warmup"
         assert vars(driver) == {}, f"{name} stored {vars(driver)} between command() and parse()"
+
+
+# --- h2load over HTTP/2: a timed closed loop, the protocol it negotiated ------------------------------
+
+def test_h2load_over_h2_reads_its_log_and_the_protocol_it_negotiated(tmp_path):
+    out = text("h2load-h2-jetty.out")  # Jetty over h2, 4 connections x 10 streams, 2 s (-D 2)
+    m = h2load.parse(out, text("h2load-h2-jetty.log"))
+    assert_sane(m)
+    assert m["requests"] == 3191 and 1500 < m["rps"] < 1700, m["rps"]
+    assert m["p99"] >= m["p50"] > 0 and m["errors_status"] == 0
+    assert h2load.negotiated(out, "h2") == "h2"
+    with pytest.raises(LoadError, match="asked h2c, but h2load negotiated h2"):
+        h2load.negotiated(out, "h2c")
+    invocation = h2load.H2load().command("https://127.0.0.1:8443", SCENARIOS["hello"],
+                                         Load(protocol="h2", streams=10, connections=4, duration=2, warmup=1),
+                                         phase="measure", workdir=tmp_path)
+    argv = list(invocation.argv)
+    assert invocation.protocol == "h2" and invocation.planned_requests is None
+    assert ["-D", "2", "-c", "4"] == argv[argv.index("-D"):argv.index("-D") + 4]
+    assert ["-m", "10", "-w16", "-W16"] == argv[argv.index("-m"):argv.index("-m") + 4], "the protocol's windows"
+    assert "--npn-list=h2" in argv and "--tls13-ciphers=TLS_AES_128_GCM_SHA256" in argv and "--h1" not in argv
+    warm = h2load.H2load().command("http://127.0.0.1:8080", SCENARIOS["hello"],
+                                   Load(protocol="h2c", streams=4, connections=2, duration=5, warmup=3),
+                                   phase="warmup", workdir=tmp_path)
+    assert ["-D", "3"] == list(warm.argv)[list(warm.argv).index("-D"):][:2] and "--npn-list=h2" not in warm.argv
+
+
+def test_each_driver_speaks_its_protocols_and_says_which_to_use():
+    from benchlab.running import drivers
+
+    assert drivers.get(None, "duration", "h2c").name == "h2load" and drivers.get(None, "duration", "https").name == "wrk"
+    assert drivers.get(None, "rate", "h2").name == "vegeta"
+    for driver, load in (("wrk", Load(protocol="h2")), ("jmeter", Load.count(2, 2, protocol="https")),
+                         ("vegeta", Load.constant_rate(10, protocol="h2c", streams=2))):
+        with pytest.raises(UsageError, match=r"cannot speak|sets no streams"):
+            drivers.check_protocol(drivers.tool(driver), load)
+    drivers.check_protocol(drivers.tool("h2load"), Load(protocol="h2c", streams=100))
+    assert drivers.warmer(Load(protocol="h2", streams=2)).name == "h2load", "a JVM warms over the protocol it serves"
+
+
+def test_vegeta_is_told_each_protocol(tmp_path):
+    argvs = {p: vegeta.Vegeta().command("http://127.0.0.1:8080", SCENARIOS["hello"],
+                                        Load.constant_rate(100, 1, protocol=p), phase="measure", workdir=tmp_path).argv
+             for p in ("http1", "h2c", "h2", "https")}
+    assert "-h2c" in argvs["h2c"] and "-insecure" in argvs["h2"] and "-http2=false" in argvs["https"]
+    assert not {"-h2c", "-insecure", "-http2=false"} & set(argvs["http1"])

@@ -262,3 +262,42 @@ def test_a_run_stored_with_the_old_word_iteration_reads_as_window(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(doc))
     assert read(tmp_path / "run.json").params["window"] == 2
 
+
+
+def test_a_load_refuses_streams_or_pipelining_on_the_wrong_protocol():
+    from benchlab.running.load import Load
+
+    assert Load(protocol="h2c", streams=10).streams == 10
+    for given in ({"protocol": "http1", "streams": 2}, {"protocol": "h2c", "pipeline": 4}, {"protocol": "h3"},
+                  {"protocol": "h2", "streams": 0}):
+        with pytest.raises(UsageError):
+            Load(**given)
+
+
+def test_a_runs_cell_holds_its_protocol_and_the_facet_names_it():
+    from benchlab.present.charts.frames import load_point
+    from benchlab.schema import cell
+
+    assert cell({}) == cell({"protocol": "http1", "streams": 1}), "runs stored before the protocol are HTTP/1.1 ones"
+    assert cell({"protocol": "h2c"}) != cell({})
+    assert load_point({"load": "duration", "connections": 16, "protocol": "h2c", "streams": 10}) == \
+        "16 connections, h2c x 10 streams"
+    assert load_point({"load": "duration", "connections": 16, "protocol": "http1"}) == "16 connections"
+
+
+def test_the_throwaway_certificate_is_private_and_named_by_its_fingerprint():
+    import hashlib
+    import os
+    import ssl
+
+    from benchlab.running import protocols
+
+    cert, key, fingerprint = protocols.certificate()
+    assert os.stat(key).st_mode & 0o077 == 0, "the key is readable by its owner only"
+    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
+    assert hashlib.sha256(der).hexdigest() == fingerprint
+    listener = protocols.listener("h2")
+    assert listener.tls and listener.cert == cert and listener.record()["certificate_sha256"] == fingerprint
+    assert "--server.http2.enabled=true" in listener.spring_arguments()
+    assert protocols.listener("h2c").spring_arguments() == ["--server.http2.enabled=true"]
+    assert protocols.listener("http1").spring_arguments() == []

@@ -70,15 +70,19 @@ def standing(frame: pd.DataFrame, what: str) -> pd.DataFrame:
 
 
 def load_point(row: Mapping) -> str:
-    """How a run's load is named in a facet header: '200 connections', '500 req/s', '100 users x 1000'."""
+    """How a run's load is named in a facet header: '200 connections', '500 req/s', '100 users x 1000', and the
+    protocol where it is not HTTP/1.1 in clear text: '16 connections, h2c x 10 streams'."""
     model = row.get("load") or "duration"
+    protocol, streams = row.get("protocol"), number(row.get("streams"))
+    wire = "" if protocol in (None, "http1") else f", {protocol}" + (f" x {int(streams)} streams" if streams and
+                                                                    streams > 1 else "")
     if model == "rate" and number(row.get("rate")) is not None:
-        return f"{row['rate']:g} req/s"
+        return f"{row['rate']:g} req/s{wire}"
     if model == "count" and number(row.get("users")) is not None:
         loops = number(row.get("loops"))
-        return f"{int(row['users'])} users x {int(loops) if loops is not None else '?'}"
+        return f"{int(row['users'])} users x {int(loops) if loops is not None else '?'}{wire}"
     connections = number(row.get("connections"))
-    return f"{int(connections)} connections" if connections is not None else "load"
+    return f"{int(connections)} connections{wire}" if connections is not None else "load"
 
 
 def load_order(row: Mapping) -> tuple:
