@@ -39,7 +39,12 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=2)
     parser.add_argument("--duration", default="5s")
     parser.add_argument("--results", default=None, help="where the runs are stored (default: a new temporary folder)")
+    parser.add_argument("--again", action="store_true", help="print what is stored in --results, running nothing")
     args = parser.parse_args()
+    if args.again:
+        protocols, streams = (benchlab.load(f"{args.results}/{part}") for part in ("protocols", "streams"))
+        report(args, protocols, streams)
+        return
     root = args.results or tempfile.mkdtemp(prefix="benchlab-http2-")
     servers = args.servers.split(",")
     shared = {"connections": [args.connections], "repeats": args.repeats, "windows": args.windows,
@@ -54,14 +59,20 @@ def main() -> None:
     print(f"\n{', '.join(servers)}: {args.repeats} forks a server and setup, {args.windows} windows of "
           f"{args.duration} a fork, {args.connections} connections; http1 and h2c {(middle - began) / 60:.1f} min, "
           f"h2c with {args.streams} streams {(ended - middle) / 60:.1f} min (results in {root})")
+    report(args, protocols, streams)
+
+
+def report(args, protocols, streams) -> None:
+    """Each setup's summary and verdicts (each verdict named by its protocol), the paired ratios, the limits."""
     for title, suite in (("HTTP/1.1 (wrk) and h2c, 1 stream (h2load)", protocols),
                          (f"h2c, {args.streams} streams a connection (h2load -m {args.streams})", streams)):
         print(f"\n== {title}")
         summary = suite.summary(metrics=("rps", "p99"))
         print(formatting.summary(summary).to_string())
         for metric in ("rps", "p99"):
-            for line in suite.verdicts(metric)["verdict"]:
-                print("  " + line)
+            verdicts = suite.verdicts(metric)
+            for _, row in verdicts.iterrows():
+                print(f"  [{row.get('protocol', 'http1')}] {row['verdict']}")
         _, left = validity.usable(suite.runs)
         for why in left.values():
             print("  left out: " + validity.said(why))

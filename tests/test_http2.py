@@ -8,6 +8,7 @@ import pytest
 import benchlab
 from benchlab.analysis import flags
 from benchlab.errors import VerifyError
+from benchlab.present import header
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +20,7 @@ def test_every_server_over_every_protocol_is_proved_on_the_wire(jars, tmp_path, 
     suite = benchlab.compare(SERVERS, ["hello"], connections=[4], repeats=1, duration="1s", warmup="1s",
                              factors={"protocol": ["h2c", "h2", "https"]}, retakes=0, results_dir=tmp_path,
                              progress=False)
-    runs = suite.runs
+    runs = benchlab.load(tmp_path).runs  # read back from disk: every stored run whole, none damaged
     assert len(runs) == 18 and (runs["status"] == "ok").all(), runs[["server", "protocol", "status", "error"]]
     assert sorted(runs.groupby("protocol").size().items()) == [("h2", 6), ("h2c", 6), ("https", 6)]
     assert (runs["errors_total"] == 0).all() and (runs["requests"] > 0).all(), "every answer counted, all 2xx"
@@ -39,6 +40,9 @@ def test_every_server_over_every_protocol_is_proved_on_the_wire(jars, tmp_path, 
     assert limits["spring-jetty"] == 128 and limits["go-nethttp"] == 250, limits
     # the protocol is a factor of the cell: each server's three protocols are three cells, never pooled
     assert suite.summary()[["protocol"]].drop_duplicates().shape[0] == 3
+    said = str(header.measured(suite))  # the notebook's and the report's "what was measured"
+    assert "h2c (negotiated h2c)" in said and "h2 (negotiated h2; TLSv1.3, TLS_AES_128_GCM_SHA256; a throwaway " \
+        "certificate no load tool verified)" in said, said
 
 
 def test_a_server_without_http2_is_refused_in_one_line(jars, tmp_path, no_jvm_left):

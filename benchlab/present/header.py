@@ -92,6 +92,9 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     rows: list[tuple[str, str]] = [("report", what)] if what else []
     rows += _server_rows(ok, records)
     rows.append(("load", _load(ok)))
+    wire = _wire(records)
+    if wire:
+        rows.append(("wire", wire))
     where = paths(records)
     if where:
         rows.append(("paths", where))
@@ -121,6 +124,20 @@ def _server_rows(ok, records: tuple[Run, ...]) -> list[tuple[str, str]]:
     if any(stack):
         rows.append(("stack", ", ".join(filter(None, stack))))
     return rows
+
+
+def _wire(records) -> str:
+    """What the wire carried where it was not HTTP/1.1 in clear text: each protocol, as negotiated, with its TLS
+    version and the load's cipher, and that no load tool verified the throwaway certificate (docs/http2.md)."""
+    seen = {}
+    for record in records:
+        wire = record.metadata.get("protocol") if record.status == "ok" else None
+        if isinstance(wire, Mapping) and wire.get("protocol") not in (None, "http1"):
+            tls = ", ".join(filter(None, (wire.get("tls_version"), wire.get("load_cipher"))))
+            seen[wire["protocol"]] = (f"{wire['protocol']} (negotiated {wire.get('negotiated')}"
+                                      + (f"; {tls}; a throwaway certificate no load tool verified" if tls else "")
+                                      + ")")
+    return "; ".join(seen.values())
 
 
 def _load(ok) -> str:

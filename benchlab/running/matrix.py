@@ -49,11 +49,12 @@ def load_points(c: Comparison) -> list[dict]:
 
 def load_tag(spec: RunSpec) -> str:
     load = spec.load
+    wire = "" if load.protocol == "http1" else f"-{load.protocol}" + (f"m{load.streams}" if load.streams > 1 else "")
     if load.model == "count":
-        return f"u{load.users}x{load.loops}"
+        return f"u{load.users}x{load.loops}{wire}"
     if load.model == "rate":
-        return f"rate{load.rate:g}"
-    return f"c{load.connections}"
+        return f"rate{load.rate:g}{wire}"
+    return f"c{load.connections}{wire}"
 
 
 def run_name(spec: RunSpec, repeat: int) -> str:

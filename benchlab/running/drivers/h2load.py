@@ -152,7 +152,8 @@ def parse(stdout: str, log: str) -> dict:
     finished = _FINISHED.search(stdout)
     if elapsed <= 0 and finished:
         elapsed = float(finished.group(1)) * SECONDS[finished.group(2)]
-    not_started = total - started
+    # A timed run (-D) stops with requests in flight: started exceeds total by them, and they are no error.
+    not_started = max(0, total - started)
     metrics = {
         "requests": done,
         "bytes": received,
