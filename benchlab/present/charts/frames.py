@@ -59,9 +59,8 @@ def finished(frame: pd.DataFrame, what: str) -> pd.DataFrame:
 
 
 def standing(frame: pd.DataFrame, what: str) -> pd.DataFrame:
-    """The finished and the retaken windows of the runs frame, each with its ``standing`` (used, left out and why,
-    retaken: :func:`benchlab.analysis.validity.standing`, the one rule), for a chart that draws the windows used
-    and marks the others as such; raises like :func:`finished` where nothing finished."""
+    """The finished and the retaken windows of the runs frame, each with its ``standing`` (the one rule,
+    :func:`benchlab.analysis.validity.standing`), for a chart that draws the windows used and marks the others."""
     from ...analysis.validity import standing as decided
 
     finished(frame, what)
@@ -70,12 +69,11 @@ def standing(frame: pd.DataFrame, what: str) -> pd.DataFrame:
 
 
 def load_point(row: Mapping) -> str:
-    """How a run's load is named in a facet header: '200 connections', '500 req/s', '100 users x 1000', and the
-    protocol where it is not HTTP/1.1 in clear text: '16 connections, h2c x 10 streams'."""
+    """How a run's load is named in a facet header: '200 connections', '500 req/s', '100 users x 1000', with a
+    protocol other than HTTP/1.1: '16 connections, h2c x 10 streams'."""
     model = row.get("load") or "duration"
-    protocol, streams = row.get("protocol"), number(row.get("streams"))
-    wire = "" if protocol in (None, "http1") else f", {protocol}" + (f" x {int(streams)} streams" if streams and
-                                                                    streams > 1 else "")
+    protocol, streams = row.get("protocol"), number(row.get("streams")) or 1
+    wire = "" if protocol in (None, "http1") else f", {protocol}" + (f" x {streams:g} streams" if streams > 1 else "")
     if model == "rate" and number(row.get("rate")) is not None:
         return f"{row['rate']:g} req/s{wire}"
     if model == "count" and number(row.get("users")) is not None:
