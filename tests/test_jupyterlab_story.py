@@ -43,7 +43,7 @@ pytestmark = pytest.mark.integration
 #: story.ipynb's parameters, over compare.ipynb's tiny ones: a cold C1 JVM, three windows a fork.
 STORY = {"repeats": 1, "windows": 3, "warmup": "0s", "jvm_opts": ["-XX:TieredStopAtLevel=1"]}
 #: The window the busy loop disturbs: the first fork's last (a JIT long done, so it would have been used).
-DISTURBED = r"^\[1/2\] .* - window 3 of 3 - "
+DISTURBED = r"\[1/2\] .* - window 3 of 3 - ETA"
 #: JavaScript: the text of the output that holds the progress bar ('' until there is one).
 BAR = """() => { const bar = document.querySelector('.jp-OutputArea-output .widget-hprogress');
     const out = bar && bar.closest('.jp-OutputArea-output');
