@@ -2,12 +2,12 @@
 that has a window left out and a window retaken, then the HTML report of the same runs.
 
 story.ipynb is compare.ipynb with spring-jetty and spring-undertow, one fork each of three 2 s windows, C1 only and
-no warm-up at all: the first window of a fork measures a JVM whose JIT is still compiling (``jit_active``, left out),
-the later ones a warm one. Once the progress bar says the first fork's third window has begun, a busy loop is started
-on the server's core *apart from benchlab's process tree* (its own session, ``start_new_session``, as a user's IDE
-or a neighbour's job would be; ``taskset`` as :mod:`tests.test_machine` places one); benchlab finds the window
-disturbed and retakes it, and the loop is stopped, by its PID, once the bar says "(retake 1)". Then, in the notebook
-and in the report alike:
+no warm-up at all: the first window of a fork usually measures a JVM whose JIT is still compiling (``jit_active``,
+left out), the later ones a warm one. Once the progress bar says the first fork's third window has begun, a busy
+loop is started on the server's core *apart from benchlab's process tree* (its own session, ``start_new_session``,
+as a user's IDE or a neighbour's job would be; ``taskset`` as :mod:`tests.test_machine` places one); benchlab finds
+the window disturbed and retakes it, and the loop is stopped, by its PID, once the bar says "(retake 1)". Then, in
+the notebook and in the report alike:
 
 - the left-out and the retaken marks of the throughput chart are visible: hollow, with an outline (a stroke of
   some width in the rendered SVG), one a window of each kind;
