@@ -109,11 +109,12 @@ def test_each_reference_answers_every_scenario_with_its_body(name, tmp_path):
     instance = backends.get("local").start(server, launch)
     try:
         for scenario in ("hello", "json", "sleep", "sleep:25", "echo"):
-            status, _headers, body = verify(instance.url, server.scenario(scenario))
-            assert status == 200
+            answer = verify(instance.url, server.scenario(scenario))
+            assert answer.status == 200
+            body = answer.body
         assert body == servers.ECHO_BODY
-        _s, _h, body = verify(instance.url, server.scenario("json"))
-        assert body == servers.JSON_BODY, "the same user object as Spring's"
+        json_body = verify(instance.url, server.scenario("json")).body
+        assert json_body == servers.JSON_BODY, "the same user object as Spring's"
     finally:
         instance.stop()
     assert not backends.port_in_use(launch.port), "stopped with its whole tree: nothing listens"
