@@ -2,10 +2,8 @@
 
 ``benchlab report NOTEBOOK -p key value ... -o OUT`` and ``benchlab batch batch.yaml`` are thin wrappers
 around :func:`execute` and :func:`batch`. A notebook that fails is still written, with papermill's error
-banner, and rendered to HTML; the error then names the failing cell.
-
-The HTML page, with the Vega libraries inlined so it shows its charts offline, is
-:mod:`benchlab.present.render`'s job.
+banner, and rendered to HTML; the error then names the failing cell. The HTML page, with the Vega libraries
+inlined so it shows its charts offline, is :mod:`benchlab.present.render`'s job.
 
 Example
 -------
@@ -96,9 +94,8 @@ def _failure(exc: Exception) -> str:
     return f"{where}: {ename}: {first[:300] + ' ...' if len(first) > 300 else first}".strip()
 
 
-#: The kernel's own start-up log goes to benchlab's stderr: at its default level it says "Kernel is running
-#: over TCP without encryption" on every report (the kernel listens on 127.0.0.1 only), which made a one-line
-#: error two. Errors still show; a notebook's own warnings are cell outputs, not this log.
+#: The kernel's start-up log goes to benchlab's stderr: at its default level it says "Kernel is running over TCP
+#: without encryption" on every report (it listens on 127.0.0.1 only), which made a one-line error two.
 KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=ERROR",)
 
 
@@ -111,18 +108,14 @@ def _each(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-#: Parameters a notebook reads with a meaning of its own, which it checks itself: reproduce.ipynb's ``protocol`` is how
-#: a claim is replayed (controlled, theirs or both: ``replay.check``), not the ``protocol`` its requests speak (a
-#: second meaning of the word, listed in docs/architecture.md, to be renamed on the claims' side).
-OWN = {"reproduce.ipynb": ("protocol",)}
-
-
-def check_options(given: Mapping[str, Any]) -> None:
+def check_options(given: Mapping[str, Any], notebook: str | os.PathLike | None = None) -> None:
     """The report parameters that are options of ``compare()``/``run()`` (:data:`.running.options.OPTIONS`), each
     checked by that option's own rule before a kernel starts: ``repeats`` a whole number or "auto", the
     load's times and counts by :class:`~benchlab.running.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
     a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``run=False``)
-    uses none of them. What needs the machine (tools, ports, an engine) is still checked by ``compare()``.
+    uses none of them; ``compare()`` checks what needs the machine. A parameter ``notebook`` declares under an
+    option's name with a default that option refuses is the notebook's own (reproduce.ipynb's
+    ``protocol="controlled"``, how a claim is replayed), which the notebook checks.
 
     Example
     -------
@@ -132,39 +125,62 @@ def check_options(given: Mapping[str, Any]) -> None:
     """
     if given.get("run") is False:
         return
+    own = _own(notebook) if notebook is not None else set()
+    for name in (name for name in given if name not in own):  # in the order given: the first mistake is named
+        _check_option(name, given[name])
+
+
+def _own(notebook: str | os.PathLike) -> set[str]:
+    """The parameters ``notebook`` declares under an option's name with a default the option refuses."""
+    import ast
+
+    from .present.notebook import assignments, parameters_source
+
+    own: set[str] = set()
+    for name, _, default in assignments(parameters_source(notebook)):
+        try:
+            _check_option(name, ast.literal_eval(default))
+        except UsageError:  # first: a UsageError is a ValueError too
+            own.add(name)
+        except (ValueError, SyntaxError):  # a default that is not a literal: nothing to tell from it
+            continue
+    return own
+
+
+def _check_option(name: str, value) -> None:
+    """One option's value by that option's own rule; a name that is no option's passes."""
     from . import cores
     from .running import options, servers, spec
     from .running.load import Load, _positive_int, parse_duration
     from .running.matrix import budget_seconds, check_repeats
 
-    choices = {o.name: o.choices for o in options.OPTIONS if o.choices}
-    chosen = {o.name for o in options.OPTIONS if o.default is None}  # None: compare() chooses
-    for name, value in given.items():
-        if value is None and name in chosen:
-            continue
-        if name in choices:
-            spec._choice(name, value, choices[name])
-        elif name == "repeats":
-            check_repeats(value, auto=True)
-        elif name == "budget":
-            budget_seconds(value)
-        elif name in ("connections", "users", "loops", "threads"):
-            for one in _each(value):
-                if one is not None:
-                    _positive_int(name, one)
-        elif name in ("duration", "warmup", "timeout", "ramp_up"):
-            Load(**{name: value})
-        elif name in ("rate", "rates"):
-            for one in _each(value):
-                if one is not None:
-                    Load(model="rate", rate=one)
-        elif name == "startup_timeout":
-            parse_duration(value, what=name)
-        elif name in ("server_cpus", "load_cpus") and value is not None:
-            cores.parse_cpus(value, role=name.removesuffix("_cpus"))
-        elif name in ("server", "servers"):
-            for one in _each(value):
-                servers.get(one)
+    named = [o for o in options.OPTIONS if o.name == name]
+    choices = next((o.choices for o in named if o.choices), ())
+    if value is None and any(o.default is None for o in named):  # None: compare() chooses
+        return
+    if choices:
+        spec._choice(name, value, choices)
+    elif name == "repeats":
+        check_repeats(value, auto=True)
+    elif name == "budget":
+        budget_seconds(value)
+    elif name in ("connections", "users", "loops", "threads"):
+        for one in _each(value):
+            if one is not None:
+                _positive_int(name, one)
+    elif name in ("duration", "warmup", "timeout", "ramp_up"):
+        Load(**{name: value})
+    elif name in ("rate", "rates"):
+        for one in _each(value):
+            if one is not None:
+                Load(model="rate", rate=one)
+    elif name == "startup_timeout":
+        parse_duration(value, what=name)
+    elif name in ("server_cpus", "load_cpus") and value is not None:
+        cores.parse_cpus(value, role=name.removesuffix("_cpus"))
+    elif name in ("server", "servers"):
+        for one in _each(value):
+            servers.get(one)
 
 
 @contextmanager
@@ -217,7 +233,7 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
         raise UsageError(f"no notebook at {source}: give the path of an .ipynb, e.g. notebooks/compare.ipynb")
     params = dict(parameters or {})
     check_given(source, params)  # before any kernel starts or any file is written
-    check_options({k: v for k, v in params.items() if k not in OWN.get(source.name, ())})
+    check_options(params, source)
     ipynb = _outputs(source, output)
     ipynb.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -310,7 +326,7 @@ def batch(entries: str | os.PathLike | Iterable[Mapping], *, keep_going: bool = 
     for number, entry in enumerate(entries, 1):  # every entry's parameters, before the first report starts
         try:
             check_given(entry["notebook"], entry.get("parameters") or {}, stored=False)
-            check_options(entry.get("parameters") or {})
+            check_options(entry.get("parameters") or {}, entry["notebook"])
         except BenchlabError as exc:
             raise type(exc)(f"report {number} ({entry['notebook']}): {exc}") from None
     outcomes: list[Report | NotebookFailed] = []

@@ -68,3 +68,14 @@ def test_a_report_that_fails_says_so_in_one_line_without_the_kernels_tcp_warning
     assert done.returncode == 1 and "without encryption" not in done.stderr, done.stderr
     assert len(lines) == 1 and "ValueError: the cell failed" in lines[0], done.stderr
     assert (tmp_path / "out.ipynb").exists()
+
+
+def test_a_notebooks_own_parameter_under_an_options_name_is_left_to_the_notebook():
+    # reproduce.ipynb's protocol is how a claim is replayed (controlled, theirs, both): its default, "controlled", is
+    # no value of the run option protocol (what the requests speak), so the report leaves it to the notebook's check
+    reproduce, compare = (ROOT / "notebooks" / f"{n}.ipynb" for n in ("reproduce", "compare"))
+    report.check_options({"protocol": "both"}, reproduce)
+    with pytest.raises(UsageError, match="unknown protocol 'both'"):
+        report.check_options({"protocol": "both"}, compare)
+    with pytest.raises(UsageError, match="repeats must be"):
+        report.check_options({"protocol": "both", "repeats": "abc"}, reproduce)

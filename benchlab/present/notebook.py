@@ -282,12 +282,7 @@ def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored
     starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
     ``stored``, a re-render (``run=False``) must also find its runs (a batch checks that only when the
     entry's turn comes, since an earlier entry may write them)."""
-    import json
-
-    cells = json.loads(Path(notebook).read_text())["cells"]
-    source = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    if source is None:
-        raise ParameterError(f"{notebook} has no cell tagged 'parameters': tag one in JupyterLab (the cell's tags)")
+    source = parameters_source(notebook)
     schema = declared(source)
     unknown = sorted(name for name in given if name not in schema)
     if unknown:
@@ -300,6 +295,17 @@ def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored
             require_results(given.get("results_dir"))
         elif not given.get("results_dir"):
             require_results(None)
+
+
+def parameters_source(notebook: str | os.PathLike) -> str:
+    """The source of ``notebook``'s cell tagged ``parameters``; a :class:`ParameterError` where it has none."""
+    import json
+
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    source = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if source is None:
+        raise ParameterError(f"{notebook} has no cell tagged 'parameters': tag one in JupyterLab (the cell's tags)")
+    return source
 
 
 def require_results(results_dir: str | os.PathLike | None) -> list:
