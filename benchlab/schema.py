@@ -298,8 +298,8 @@ LoadModel = Literal["duration", "count", "rate"]
 LOAD_MODELS: tuple[LoadModel, ...] = get_args(LoadModel)
 
 #: What a run's requests speak (:mod:`benchlab.running.protocols`): HTTP/1.1, h2c (prior knowledge), h2, HTTP/1.1+TLS.
-Protocol = Literal["http1", "h2c", "h2", "https"]
-PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
+Wire = Literal["http1", "h2c", "h2", "https"]
+PROTOCOLS: tuple[Wire, ...] = get_args(Wire)
 
 #: The order of a comparison's runs in each repeat (:func:`benchlab.running.matrix.matrix`): in turn, or shuffled.
 Order = Literal["interleaved", "shuffled"]

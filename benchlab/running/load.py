@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..schema import AUTO, LOAD_MODELS, SECONDS, WARMINGS, LoadModel, Protocol, Warming  # warmup=AUTO: warm until warm
+from ..schema import AUTO, LOAD_MODELS, SECONDS, WARMINGS, LoadModel, Warming, Wire  # warmup=AUTO: warm until warm
 from . import protocols
 
 MODELS = LOAD_MODELS
@@ -82,7 +82,7 @@ class Load:
     pipeline: int = 1
     keepalive: bool = True
     slo: str | None = None  # a rate load's capacity search: "p99<5ms" (benchlab.running.cost); rate: its start
-    protocol: Protocol = "http1"  # what the requests speak (benchlab.running.protocols)
+    protocol: Wire = "http1"  # what the requests speak (benchlab.running.protocols)
     streams: int = 1  # HTTP/2's requests in flight on each connection (h2load -m)
 
     def __post_init__(self) -> None:
@@ -136,7 +136,7 @@ class Load:
         _positive_int("pipeline", self.pipeline)
         protocols.check(self.protocol)
         _positive_int("streams", self.streams)
-        if self.streams > 1 and self.protocol not in ("h2c", "h2"):
+        if self.streams > 1 and self.protocol not in protocols.HTTP2:
             raise UsageError(f"streams={self.streams} sets HTTP/2's requests in flight on a connection; protocol "
                              f"{self.protocol!r} sends one at a time: give protocol='h2c' or 'h2', or use pipeline")
         if self.pipeline > 1 and self.protocol != "http1":

@@ -34,9 +34,9 @@ from ..schema import (
     Interleave,
     LoadModel,
     Order,
-    Protocol,
     Restart,
     Warming,
+    Wire,
 )
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class RunOptions:
     plan: str | None = option(None, "text", "jmeter: a .jmx test plan of your own")
     driver: str | None = option(None, "text", "wrk, h2load, jmeter or vegeta (default: the load model's own; h2load "
                                 "for a closed loop over HTTP/2)")
-    protocol: Protocol = option("http1", "text", "what the requests speak: http1, h2c (HTTP/2 in clear text, prior "
+    protocol: Wire = option("http1", "text", "what the requests speak: http1, h2c (HTTP/2 in clear text, prior "
                                 "knowledge), h2 (HTTP/2 over TLS) or https (HTTP/1.1 over TLS); the servers are "
                                 "started for it and checked on the wire (docs/http2.md)", choices=PROTOCOLS)
     streams: int = option(1, "int", "HTTP/2: requests in flight on each connection (h2load -m)")
@@ -256,7 +256,7 @@ def _known(cls, given: dict, what: str) -> dict:
 _LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
           "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
 #: The closed sets are text in a notebook.
-_WORDS = dict.fromkeys(("LoadModel", "BackendName", "Interleave", "Order", "Restart", "Warming", "Protocol"), "str")
+_WORDS = dict.fromkeys(("LoadModel", "BackendName", "Interleave", "Order", "Restart", "Warming", "Wire"), "str")
 _SEVERAL = ("Cores", "Texts", "Counts", "Rates", "ServerList", "Factors")
 
 

@@ -25,8 +25,10 @@ offered what OpenSSL offers by default, as wrk is).
 from __future__ import annotations
 
 import atexit
+import datetime
 import functools
 import http.client
+import ipaddress
 import shutil
 import socket
 import ssl
@@ -36,12 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError, VerifyError
-from ..schema import PROTOCOLS, Protocol
+from ..schema import PROTOCOLS, Wire
 
 #: The one TLS 1.3 cipher h2load offers, so every server serves it (OpenSSL's name).
 CIPHER = "TLS_AES_128_GCM_SHA256"
-#: What each protocol's client offers by ALPN, and what it must get (h2c has no ALPN: prior knowledge).
-ALPN = {"h2": "h2", "https": "http/1.1"}
+#: The protocols of HTTP/2, and those over TLS.
+HTTP2: tuple[Wire, ...] = ("h2c", "h2")
+TLS: tuple[Wire, ...] = ("h2", "https")
+#: What a connection of each protocol negotiates, as h2load and ALPN name it; over TLS, what the client offers by ALPN
+#: (h2c has no ALPN: prior knowledge).
+NEGOTIATED = {"http1": "http/1.1", "https": "http/1.1", "h2c": "h2c", "h2": "h2"}
 #: A stream's flow-control window at the protocol's default, 2^16 - 1 bytes (RFC 9113 6.9.2): h2load's own default
 #: (2^30) switches flow control off in effect, so it is told these bits (-w, -W) unless the user asks otherwise.
 WINDOW_BITS = 16
@@ -55,18 +61,18 @@ class Listener:
     ('http', True, True)
     """
 
-    protocol: Protocol = "http1"
+    protocol: Wire = "http1"
     cert: str | None = None
     key: str | None = None
     fingerprint: str | None = field(default=None, compare=False)
 
     @property
     def tls(self) -> bool:
-        return self.protocol in ("h2", "https")
+        return self.protocol in TLS
 
     @property
     def http2(self) -> bool:
-        return self.protocol in ("h2c", "h2")
+        return self.protocol in HTTP2
 
     @property
     def scheme(self) -> str:
@@ -89,7 +95,7 @@ class Listener:
 HTTP1 = Listener()
 
 
-def check(protocol) -> Protocol:
+def check(protocol) -> Wire:
     """``protocol`` if it is one of :data:`PROTOCOLS`; a :class:`UsageError` naming them if not."""
     if protocol not in PROTOCOLS:
         raise UsageError(f"unknown protocol {protocol!r}: choose one of {', '.join(PROTOCOLS)} (http1: HTTP/1.1; h2c: "
@@ -97,9 +103,9 @@ def check(protocol) -> Protocol:
     return protocol
 
 
-def listener(protocol: Protocol) -> Listener:
+def listener(protocol: Wire) -> Listener:
     """The listener for ``protocol``: over TLS with this process's throwaway certificate (:func:`certificate`)."""
-    if protocol not in ("h2", "https"):
+    if protocol not in TLS:
         return Listener(protocol)
     cert, key, fingerprint = certificate()
     return Listener(protocol, cert=cert, key=key, fingerprint=fingerprint)
@@ -109,8 +115,6 @@ def listener(protocol: Protocol) -> Listener:
 def certificate() -> tuple[str, str, str]:
     """A self-signed certificate for 127.0.0.1 and its key, made once per process in a private temporary folder that
     is removed at exit: ``(cert path, key path, SHA-256 fingerprint)``."""
-    import datetime
-
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -121,8 +125,6 @@ def certificate() -> tuple[str, str, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    import ipaddress
-
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=7))
@@ -137,7 +139,7 @@ def certificate() -> tuple[str, str, str]:
     return str(cert_path), str(key_path), cert.fingerprint(hashes.SHA256()).hex()
 
 
-#: Streams a server runs at once on one connection, below what it advertises: Tomcat's ``Http2Protocol`` executes at
+#: Streams a server runs at once on one connection, below what it advertises: Tomcat's ``Http2Wire`` executes at
 #: most ``maxConcurrentStreamExecution`` (20 by default; Spring Boot has no property for it) of the 100 streams it
 #: allows (``maxConcurrentStreams``); the others wait for one of the 20.
 EXECUTION_LIMITS = {"tomcat": 20}
@@ -146,7 +148,7 @@ EXECUTION_LIMITS = {"tomcat": 20}
 def stream_limit(server, answer: Answer) -> int | None:
     """The most streams ``server`` runs at once on a connection over HTTP/2: the least of what it advertised
     (SETTINGS_MAX_CONCURRENT_STREAMS) and its execution limit; None over HTTP/1.1 or when neither is known."""
-    if answer.negotiated not in ("h2c", "h2"):
+    if answer.negotiated not in HTTP2:
         return None
     limits = [n for n in (answer.streams, EXECUTION_LIMITS.get(getattr(server, "flavour", None) or "")) if n]
     return min(limits) if limits else None
@@ -174,14 +176,14 @@ class Answer:
                 "max_concurrent_streams": self.streams}
 
 
-def request(url: str, path: str, protocol: Protocol = "http1", *, method: str = "GET", body: bytes | None = None,
+def request(url: str, path: str, protocol: Wire = "http1", *, method: str = "GET", body: bytes | None = None,
             headers: dict | None = None, timeout: float = 10.0, limit: int = 1 << 20) -> Answer:
     """Send one request to ``url``'s host and port over ``protocol`` and read the answer (at most ``limit`` bytes of
     body). A server that does not speak the protocol is a :class:`VerifyError` saying what it spoke; a connection
     that fails is an ``OSError``, as :mod:`http.client`'s are."""
     parts = urllib.parse.urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
-    if protocol in ("h2c", "h2"):
+    if protocol in HTTP2:
         return _http2(host, port, path, protocol, method=method, body=body, headers=headers or {},
                       timeout=timeout, limit=limit)
     if protocol == "https":
@@ -206,7 +208,7 @@ def _client_context(protocol: str) -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols([ALPN[protocol]])
+    context.set_alpn_protocols([NEGOTIATED[protocol]])
     return context
 
 
@@ -215,8 +217,6 @@ def _http2(address: str, port: int, path: str, protocol: str, *, method: str, bo
     """One HTTP/2 request: prior knowledge in clear text (h2c) or ALPN ``h2`` over TLS."""
     import h2.config
     import h2.connection
-    import h2.events
-    import h2.exceptions
 
     sock: socket.socket = socket.create_connection((address, port), timeout=timeout)
     try:
@@ -237,48 +237,58 @@ def _http2(address: str, port: int, path: str, protocol: str, *, method: str, bo
         if body is not None:
             conn.send_data(stream, body, end_stream=True)
         sock.sendall(conn.data_to_send())
-        status, answer, data = 0, dict[str, str](), bytearray()
-        ended = False
-        while not ended:
-            chunk = sock.recv(65536)
-            if not chunk:  # closed on HTTP/2's preface: a server that speaks HTTP/1.1 only, or one still starting
-                _speaks_http1(address, port, protocol)
-                raise ConnectionError(f"{address}:{port} closed the connection without an answer")
-            try:
-                events = conn.receive_data(chunk)
-            except h2.exceptions.ProtocolError:
-                said = bytes(chunk[:40]).split(b"\r\n")[0].decode("latin-1")
-                raise VerifyError(f"asked {protocol} of {address}:{port}, but it answered {said!r}: it does not speak "
-                                  "HTTP/2 with prior knowledge there (is HTTP/2 enabled?)") from None
-            for event in events:
-                if isinstance(event, h2.events.ResponseReceived):
-                    answer = {_text(k): _text(v) for k, v in event.headers or ()}
-                    status = int(answer.pop(":status", "0"))
-                elif isinstance(event, h2.events.DataReceived):
-                    data += event.data
-                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                    if len(data) > limit:
-                        ended = True
-                elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset,
-                                        h2.events.ConnectionTerminated)):
-                    ended = True
-            sock.sendall(conn.data_to_send())
+        status, answer, data = _answer(conn, sock, limit, protocol, (address, port))
         streams = conn.remote_settings.max_concurrent_streams
-        return Answer(status, answer, bytes(data), protocol, tls_version=tls_version, cipher=cipher,
+        return Answer(status, answer, data, protocol, tls_version=tls_version, cipher=cipher,
                       streams=streams if streams < 2**31 - 1 else None)
     finally:
         sock.close()
 
 
-def _speaks_http1(address: str, port: int, protocol: str) -> None:
-    """A :class:`VerifyError` if the server that closed HTTP/2's preface answers HTTP/1.1 there; nothing if not."""
+def _answer(conn, sock: socket.socket, limit: int, protocol: str, peer: tuple[str, int]
+            ) -> tuple[int, dict[str, str], bytes]:
+    """The one stream's ``(status, headers, body)``, read until it ends (or ``limit`` bytes of body); a server that
+    answers in anything but HTTP/2 is a :class:`VerifyError` saying what it said."""
+    import h2.events
+    import h2.exceptions
+
+    asked = f"{protocol} of {peer[0]}:{peer[1]}"
+    status, answer, data = 0, dict[str, str](), bytearray()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:  # closed on HTTP/2's preface: a server that speaks HTTP/1.1 only, or one still starting
+            _speaks_http1(peer, protocol == "h2", asked)
+            raise ConnectionError(f"{asked}: the connection closed without an answer")
+        try:
+            events = conn.receive_data(chunk)
+        except h2.exceptions.ProtocolError:
+            said = bytes(chunk[:40]).split(b"\r\n")[0].decode("latin-1")
+            raise VerifyError(f"asked {asked}, but it answered {said!r}: it does not speak HTTP/2 with prior "
+                              "knowledge there (is HTTP/2 enabled?)") from None
+        sock.sendall(conn.data_to_send())
+        for event in events:
+            if isinstance(event, h2.events.ResponseReceived):
+                answer = {_text(k): _text(v) for k, v in event.headers or ()}
+                status = int(answer.pop(":status", "0"))
+            elif isinstance(event, h2.events.DataReceived):
+                data += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            ended = isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset, h2.events.ConnectionTerminated))
+            if ended or len(data) > limit:
+                return status, answer, bytes(data)
+
+
+def _speaks_http1(peer: tuple[str, int], tls: bool, asked: str) -> None:
+    """A :class:`VerifyError` if the server at ``peer`` that closed HTTP/2's preface answers HTTP/1.1 there; nothing
+    if not (it may still be starting)."""
+    address, port = peer
     try:
-        answer = request(f"{'https' if protocol == 'h2' else 'http'}://{address}:{port}", "/",
-                         "https" if protocol == "h2" else "http1", timeout=2.0, limit=0)
+        answer = request(f"{'https' if tls else 'http'}://{address}:{port}", "/", "https" if tls else "http1",
+                         timeout=2.0, limit=0)
     except (OSError, http.client.HTTPException):
         return
-    raise VerifyError(f"asked {protocol} of {address}:{port}, but it speaks HTTP/1.1 only there (it closed HTTP/2's "
-                      f"preface and answered HTTP/1.1 {answer.status}): is HTTP/2 enabled?")
+    raise VerifyError(f"asked {asked}, but it speaks HTTP/1.1 only there (it closed HTTP/2's preface and answered "
+                      f"HTTP/1.1 {answer.status}): is HTTP/2 enabled?")
 
 
 def _text(value: str | bytes) -> str:

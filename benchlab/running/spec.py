@@ -208,9 +208,8 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
 
 def _check_protocol(protocol, server: servers.Server, backend: str) -> None:
     """A protocol benchlab can start the server for: any for a built-in; over TLS, a URL server's own https url (its
-    certificate is its own); no TLS in a container yet."""
-    protocols.check(protocol)
-    tls = protocol in ("h2", "https")
+    certificate is its own); no TLS in a container yet. The protocol itself the load has checked."""
+    tls = protocol in protocols.TLS
     if tls and backend == "docker":
         raise UsageError(f"protocol {protocol!r} over TLS runs locally only for now: use backend='local', or h2c")
     if tls and server.kind == "command":

@@ -12,14 +12,14 @@ import json
 import urllib.parse
 
 from ..errors import ServerError, VerifyError
-from ..schema import Protocol
+from ..schema import Wire
 from . import jars, metadata, protocols, servers, variants
 from .backends.base import http_get
 from .spec import RunSpec
 
 
 def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0,
-           protocol: Protocol = "http1") -> protocols.Answer:
+           protocol: Wire = "http1") -> protocols.Answer:
     """Send the scenario's request once over ``protocol``; raise :class:`VerifyError` showing what came back if it
     is wrong, or if the server spoke another protocol (:func:`benchlab.running.protocols.request`)."""
     parts = urllib.parse.urlsplit(url)
@@ -41,7 +41,7 @@ def verify(url: str, scenario: servers.Scenario, *, timeout: float = 10.0,
     return answer
 
 
-def _server_info(url: str, server: servers.Server, protocol: Protocol = "http1") -> dict:
+def _server_info(url: str, server: servers.Server, protocol: Wire = "http1") -> dict:
     """What a built-in server says of itself (``GET /info``, a JSON object), read straight from it with a
     size limit; an answer that is not a JSON object is ``{}`` with a note, never an error of the run."""
     if not server.builtin:

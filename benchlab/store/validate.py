@@ -116,7 +116,7 @@ def _fine(doc: dict) -> bool:
     texts += map(doc.get, _TEXT_FIELDS)
     texts += map(server.get, _SERVER_TEXT)
     texts += (java.get("version"), cpu.get("model"), system.get("kernel"), warmup.get("class"),
-              *map(protocol.get, ("protocol", "negotiated", "tls_version", "cipher", "load_cipher")))
+              *map(protocol.get, _METADATA["protocol"][0]))
     names = [*_listed(params.get("jvm_opts")), *_listed(doc.get("files"))]  # text, never None
     objects = [*_listed(warmup.get("slices")), *_listed(metadata.get("settings"))]
     present = list(filter(None, numbers))  # drops None and zeros, which are fine

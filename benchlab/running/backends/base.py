@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ...errors import ServerError
+from ...schema import Wire
 from ..protocols import Listener
 
 
@@ -180,7 +181,7 @@ class TooLarge(ValueError):
 
 
 def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | None = None,
-             protocol: str = "http1") -> tuple[int, bytes]:
+             protocol: Wire = "http1") -> tuple[int, bytes]:
     """``GET`` ``path`` (default: the url's own) from the host and port of ``url`` over ``protocol``:
     ``(status, body)``.
 
@@ -195,7 +196,7 @@ def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | 
     if not parts.hostname:  # Server.from_url and the backends make none such
         raise ServerError(f"{url} names no host: give http://HOST:PORT/PATH")
     target = path or ((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
-    answer = request(url, target, protocol, timeout=timeout, limit=limit)  # type: ignore[arg-type]
+    answer = request(url, target, protocol, timeout=timeout, limit=limit)
     if len(answer.body) > limit:
         raise TooLarge(f"{url}{path or ''} answered more than {limit} bytes")
     return answer.status, answer.body
@@ -203,7 +204,7 @@ def http_get(url: str, path: str | None = None, *, timeout: float, limit: int | 
 
 def wait_ready(url: str, *, timeout: float, alive: Callable[[], bool], poll: float = 0.01,
                on_exit: Callable[[], Exception] | None = None,
-               on_timeout: Callable[[], Exception] | None = None, protocol: str = "http1") -> float:
+               on_timeout: Callable[[], Exception] | None = None, protocol: Wire = "http1") -> float:
     """Poll ``url`` every ``poll`` seconds until any HTTP answer; return the seconds it took.
 
     Any status is an answer (a 404, a redirect: the server is listening); only the server itself is

@@ -13,6 +13,7 @@ from pathlib import Path
 from ...errors import LoadError, UsageError, tail
 from ...schema import LoadModel
 from .. import process
+from ..protocols import HTTP2
 from .base import Driver, Invocation, LoadTool, version_of
 
 __all__ = ["Driver", "Invocation", "LoadTool", "NAMES", "DEFAULTS", "tool", "get", "warmer", "check_protocol",
@@ -50,7 +51,7 @@ def tool(name: str) -> LoadTool:
 def get(name: str | None, model: LoadModel = "duration", protocol: str = "http1") -> LoadTool:
     """The driver for a load ``model`` over ``protocol``: ``name``, or the model's default driver (h2load for a
     closed loop over HTTP/2, which wrk cannot speak)."""
-    default = "h2load" if protocol in ("h2c", "h2") and model != "rate" else DEFAULTS[model]
+    default = "h2load" if protocol in HTTP2 and model != "rate" else DEFAULTS[model]
     driver = tool(name or default)
     if model not in driver.models:
         raise UsageError(
@@ -68,7 +69,7 @@ def warmer(load) -> LoadTool:
     >>> warmer(Load(protocol="h2c", streams=10)).name, warmer(Load(protocol="https")).name
     ('h2load', 'wrk')
     """
-    return tool("h2load" if load.protocol in ("h2c", "h2") else "wrk")
+    return tool("h2load" if load.protocol in HTTP2 else "wrk")
 
 
 def check_protocol(driver: LoadTool, load) -> None:

@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 
 from ...errors import LoadError, UsageError
-from ...schema import SECONDS
+from ...schema import PROTOCOLS, SECONDS
 from ...store.histogram import Histogram
-from ..protocols import CIPHER, WINDOW_BITS
+from ..protocols import CIPHER, HTTP2, NEGOTIATED, WINDOW_BITS
 from . import latency
 from .base import Driver, Invocation
 
@@ -36,8 +36,6 @@ def log_path(workdir: Path, phase: str) -> Path:
     return Path(workdir) / f"h2load-{phase}.log"
 
 
-#: What h2load prints as the application protocol for each of benchlab's protocols.
-NEGOTIATED = {"http1": "http/1.1", "https": "http/1.1", "h2c": "h2c", "h2": "h2"}
 _PROTOCOL = re.compile(r"^Application protocol: (\S+)", re.MULTILINE)
 _CIPHER = re.compile(r"^Cipher: (\S+)", re.MULTILINE)
 
@@ -45,7 +43,7 @@ _CIPHER = re.compile(r"^Cipher: (\S+)", re.MULTILINE)
 class H2load(Driver):
     name = "h2load"
     models = ("count", "duration")
-    protocols = ("http1", "h2c", "h2", "https")
+    protocols = PROTOCOLS
     streams = True
     install = "apt-get install nghttp2-client (or bash .ci/install-drivers.sh)"
 
@@ -63,7 +61,7 @@ class H2load(Driver):
                     "-t", str(max(1, min(load.threads, users)))]
         argv = [
             self.executable(), *PROTOCOL_FLAGS[load.protocol], *size,
-            *(["-m", str(load.streams), f"-w{WINDOW_BITS}", f"-W{WINDOW_BITS}"] if load.protocol in ("h2c", "h2")
+            *(["-m", str(load.streams), f"-w{WINDOW_BITS}", f"-W{WINDOW_BITS}"] if load.protocol in HTTP2
               else []),
             f"--connection-inactivity-timeout={max(1, round(load.timeout * 1000))}ms",
             f"--log-file={log}",

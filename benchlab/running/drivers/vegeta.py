@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ... import home
 from ...errors import LoadError, ToolMissing, UsageError
-from ...schema import ERROR_KINDS, SECONDS
+from ...schema import ERROR_KINDS, PROTOCOLS, SECONDS
 from ...store.histogram import Histogram
 from .. import process
 from . import latency
@@ -50,7 +50,7 @@ PROTOCOL_FLAGS = {"http1": [], "h2c": ["-h2c"], "h2": ["-http2=true", "-insecure
 class Vegeta(Driver):
     name = "vegeta"
     models = ("rate",)
-    protocols = ("http1", "h2c", "h2", "https")
+    protocols = PROTOCOLS
     install = ("GOBIN=<repo>/.tools/bin go install github.com/tsenart/vegeta/v12@v12.13.0 "
                "(or bash .ci/install-drivers.sh)")
 
