@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the load tools benchlab drives, besides wrk: h2load (apt), vegeta (go install) and a real
-# Apache JMeter 5.6.x home assembled from Maven Central artifacts. Idempotent: a second run only checks.
+# Apache JMeter 5.6.x home assembled from Maven Central artifacts; and async-profiler, for profile=True.
+# Idempotent: a second run only checks.
 #
 #   bash .ci/install-drivers.sh          # everything, into <repo>/.tools (gitignored) and apt
 #
@@ -11,6 +12,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
 JMETER_VERSION="${JMETER_VERSION:-5.6.3}"
 VEGETA_VERSION="${VEGETA_VERSION:-v12.13.0}"
+ASYNC_PROFILER_VERSION="${ASYNC_PROFILER_VERSION:-4.2}"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 mkdir -p "$TOOLS/bin"
 
@@ -78,3 +80,17 @@ EOF
 fi
 mkdir -p "$JM/lib/junit"  # the launcher prints a stack trace when lib/junit is missing
 say "jmeter: $(cat "$JM/VERSION") at $JM"
+
+# --- async-profiler (Maven Central's jar carries the native libraries) -> .tools/async-profiler/<arch>/ ----------
+# benchlab loads it into a server JVM through the attach mechanism for compare(profile=True) (docs/why.md).
+AP="$TOOLS/async-profiler"
+if [ ! -f "$AP/linux-x64/libasyncProfiler.so" ] || [ "$(cat "$AP/VERSION" 2>/dev/null)" != "$ASYNC_PROFILER_VERSION" ]; then
+    say "async-profiler $ASYNC_PROFILER_VERSION from Maven Central under $AP"
+    rm -rf "$AP" && mkdir -p "$AP/jar"
+    mvn -B -q -Dstyle.color=never dependency:copy -DoutputDirectory="$AP/jar" \
+        -Dartifact="tools.profiler:async-profiler:$ASYNC_PROFILER_VERSION"
+    (cd "$AP" && unzip -q -o "jar/async-profiler-$ASYNC_PROFILER_VERSION.jar" 'linux-x64/*' 'linux-arm64/*')
+    rm -rf "$AP/jar"
+    echo "$ASYNC_PROFILER_VERSION" >"$AP/VERSION"
+fi
+say "async-profiler: $(cat "$AP/VERSION") at $AP"

@@ -37,7 +37,7 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         plan=None, driver=None, protocol="http1", streams=1, pipeline=1, keepalive=True, backend="local",
         server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True, memory=None, port=None,
         startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None, load_in_container=False,
-        load_docker_host=None, load_hosts=None, retakes=2, results_dir=None, label=None) -> Run:
+        load_docker_host=None, load_hosts=None, retakes=2, profile=False, results_dir=None, label=None) -> Run:
     """Measure one server under one load and return the stored :class:`Run`.
 
     Starts ``server`` on ``server_cpus`` (the first half of the cores by default), checks one response, warms it
@@ -60,8 +60,8 @@ def run(server="spring-tomcat", scenario=None, *, connections=200, threads=None,
         "rate" or "duration" load's connection a request (``keepalive=False``)
     backend : "local" (a pinned process) or "docker" (a container with a cpuset); ``docker_host``,
         ``base_image``, ``load_in_container`` and ``load_docker_host`` apply to docker only
-    startup_timeout : how long the server may take to answer once started; the command line takes the same
-        options (``benchlab run --help``)
+    profile : the window taken under async-profiler (a Spring server's CPU stacks), in no statistic (docs/why.md)
+    startup_timeout : how long the server may take to answer once started; ``benchlab run --help`` for the rest
 
     Example
     -------
@@ -107,9 +107,9 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
             order="interleaved", seed=None, restart="each-fork",
             baseline=None, backend="local", server_cpus=None, load_cpus=None, jvm_opts=(), java=None, cds=True,
             memory=None, port=None, startup_timeout="90s", allow_remote=False, docker_host=None, base_image=None,
-            load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, factors=None, hosts=None,
-            borrow=True, history=None, results_dir=None, label=None, progress=True, on_run=None, on_progress=None,
-            on_slice=None):
+            load_in_container=False, load_docker_host=None, load_hosts=None, retakes=2, profile=False, factors=None,
+            hosts=None, borrow=True, history=None, results_dir=None, label=None, progress=True, on_run=None,
+            on_progress=None, on_slice=None):
     """Run every server in every cell ``repeats`` times, interleaved, and return a :class:`Suite`.
 
     Every option is checked before anything starts. Each finished run is on disk
@@ -148,6 +148,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         ``max_repeats`` rounds, which the result then says (``Suite.precision``). The rule looks only at
         the width of the intervals, never at significance, so the tests keep their level.
     restart : "each-fork" (a fresh server for every fork, the default) or "never" (one server kept for all its forks)
+    profile : each fork measures one more window, its last, under async-profiler: ``Suite.profiles`` (docs/why.md)
     factors : server settings crossed with every server, e.g. ``{"virtual_threads": [False, True],
         "java": [17, 25]}``: each combination is one more server, named after its settings
         (``spring-tomcat+vt@java25``); ``server_cpus`` repeats each cell per core set. See
@@ -160,8 +161,7 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
         from the cell's other servers and this machine's comparisons stored in ``history`` (results folders;
         None: the results root's), and says what it borrowed (``Suite.borrow``, ``Suite.history``; see
         :mod:`benchlab.analysis.borrow`)
-    on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included, so a
-        notebook can redraw while the comparison goes on
+    on_run : called with each :class:`Run` as it is stored (or found stored), failed ones included
     on_progress : called with the :class:`~benchlab.running.progress.Progress` whenever the run under way or its
         phase changes (its ``line()``: ``[1/4] spring-jetty hello c200 r1 - warm-up - ETA 3m10s``), bar or not
     on_slice : called with each warm-up slice as it ends, ``{"run", "t", "phase", "rps", "compile_s"...}``. By
@@ -268,7 +268,7 @@ def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
         if rule.stop(records, repeat=repeat, new_round=repeat != first, forks=len(specs)):
             return None
         m = rule.windows(records, repeat=repeat)
-        return [(spec, stored.folders(base, run_name(spec, repeat), m)) for spec in specs]
+        return [(spec, stored.folders(base, run_name(spec, repeat), m, profile=spec.profile)) for spec in specs]
     return plan
 
 

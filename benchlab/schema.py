@@ -63,6 +63,8 @@ RESOURCES = (
     # a capacity search (slo=, benchlab.running.cost.search): the highest rate that met the limit, what stopped the
     # search ("server", or "load tool", "limit", "steps": flagged capacity_unfound), its steps and their time
     "capacity_rps", "capacity_by", "search_steps", "search_s",
+    # a window under the profiler (benchlab.running.profiler), which enters no statistic, and its CPU samples
+    "profiled", "profile_samples",
 )
 
 #: The figures of what serving cost: CPU seconds per answer, and resident memory (steady: the window's mean; peak:
@@ -222,6 +224,8 @@ FLAGS = {
                      "({s2:.2g} on {d:.0f} df against s0^2 = {s02:.2g}, d0 = {d0}), above the {limit:.1f}x F allows at "
                      "{level}: not squeezed toward that history, {server} vs {against} judged on this sitting alone",
     "retaken": "this window was disturbed and measured again in the same fork; its figures enter no statistic",
+    "profiled": "this window ran under the profiler ({samples:.0f} CPU samples): it shows where the CPU went, and "
+                "enters no statistic, since profiling costs some throughput (docs/why.md)",
     # a file of a run that cannot be read (Suite.flags): its line names the file and what is wrong
     "damaged": "{line}",
 }
@@ -248,14 +252,11 @@ PROTOCOL_SENSITIVE: dict[Sensitive, str] = {
                           "reverse: how the runs were taken decides the answer",
 }
 
-
 #: The native reference servers built in beside the Spring ones: the machine's ceiling, each server's throughput read
 #: as a share of the fastest of them in its cell (benchlab.analysis.ceiling).
 REFERENCES = ("nginx", "go-nethttp")
 
-
-#: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's column in
-#: the runs frame.
+#: The settings a comparison can vary as factors (:mod:`benchlab.running.factors`), and each one's runs column.
 FACTOR_COLUMNS = {"virtual_threads": "virtual_threads", "max_threads": "max_threads", "gc": "gc", "heap": "heap",
                   "aot": "aot", "java": "java_major", "server_cpus": "server_cpus", "protocol": "protocol",
                   "streams": "streams"}
@@ -270,16 +271,15 @@ def base_name(server: str) -> str:
     return server.partition("@")[0].split("+")[0]
 
 
-#: The value an option takes to let benchlab choose: ``warmup`` (until warm), ``repeats`` (until precise enough)
-#: and ``windows`` (the windows a fork, by Kalibera and Jones' rule).
+#: The value an option takes to let benchlab choose: ``warmup`` (until warm), ``repeats`` (until precise enough),
+#: ``windows`` (a fork's, by Kalibera and Jones' rule).
 AUTO = "auto"
 
 # --- the closed sets: each a Literal that mypy checks where it is annotated, and the tuple of its values ---------
 
-#: What a stored run can be: finished, failed with its error, or retaken: a window that finished but was
-#: disturbed (flags interference, steal, dip) and measured again in the same fork; it is kept on disk and shown,
-#: and enters no statistic. A damaged stored run has no status, since it was never read; it is a ``damaged``
-#: flag (:data:`FLAGS`).
+#: What a stored run can be: finished, failed with its error, or retaken: a window that finished but was disturbed
+#: (flags interference, steal, dip) and measured again in its fork, kept on disk, shown, and in no statistic. A
+#: damaged stored run has no status, since it was never read; it is a ``damaged`` flag (:data:`FLAGS`).
 Status = Literal["ok", "failed", "retaken"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 

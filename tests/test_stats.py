@@ -359,6 +359,7 @@ def test_a_runs_flags_do_not_depend_on_the_other_runs_of_the_frame():
         "steal_cpu": [None, 0.2], "dip": [None, 0.0, -0.05, -0.1, -0.3], "dip_s": [None, 0.5, 1.0, 4.0],
         "capacity_by": [None, "server", "load tool", "limit", "steps"],
         "streams": [None, 1, 10, 128], "stream_limit": [None, 20, 100],
+        "profiled": [None, None, True, False], "profile_samples": [None, 4800],
     }
     rows = [{name: rng.choice(values) for name, values in choices.items()} for _ in range(250)]  # each flag 10+ times
     runs = frame(rows)

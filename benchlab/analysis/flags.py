@@ -222,6 +222,12 @@ def _capacity_unfound(runs):
             lambda i: _explain("capacity_unfound", why=UNFOUND[by[i]]))
 
 
+def _profiled(runs):
+    samples = _numbers(runs, "profile_samples")
+    marked = np.array([v is True or v == 1 for v in _values(runs, "profiled")], dtype=bool)
+    return marked, lambda i: _explain("profiled", samples=float(np.nan_to_num(samples[i])))
+
+
 def _shared_cores(runs):
     return _shared(_values(runs, "server_cpus"), _values(runs, "load_cpus")), lambda i: FLAGS["shared_cores"]
 
@@ -232,7 +238,7 @@ RUN_RULES = (("errors", _errors), ("generator_bound", _generator_bound), ("littl
              ("jit_active", _jit_active), ("gc_heavy", _gc_heavy), ("server_idle", _server_idle),
              ("interference", interference_rule), ("steal", steal_rule), ("dip", dip_rule),
              ("capacity_unfound", _capacity_unfound), ("streams_queued", _streams_queued), ("drifting", _drifting),
-             ("driver_note", _driver_note),
+             ("driver_note", _driver_note), ("profiled", _profiled),
              ("shared_cores", _shared_cores))
 
 

@@ -40,6 +40,7 @@ INVALID = {
     "interference": "disturbed by other processes on their cores",
     "steal": "disturbed by the host's steal",
     "dip": "disturbed by a dip in their own throughput",
+    "profiled": "taken under the profiler",
 }
 
 #: The flags that say a window was not warm: under a source's own protocol (a claim judged "theirs") they are

@@ -135,6 +135,15 @@ class Fork:
         self.records.append(record)
         return record
 
+    def profiler(self, number: int, run_dir: Path):
+        """The profiler of window ``number``: the fork's last, where its spec asks for profiles
+        (:class:`benchlab.running.profiler.Profiler`, loaded into the server's JVM); else None."""
+        if not self.spec.profile or number < len(self.windows):
+            return None
+        from .profiler import Profiler
+
+        return Profiler(int(self.instance.metadata["pid"]), run_dir)
+
     def stop(self) -> None:
         """Stop the server (if this fork started it), let go of its counters, and remove the folders of windows
         it never measured; again, it does nothing."""

@@ -66,8 +66,7 @@ MAX_RETAKES = 5
 DOCKER_OPTIONS = ("docker_host", "base_image", "load_in_container", "load_docker_host")
 
 #: Options' old names and values, still read: ``iterations=3`` is ``windows=3``, ``restart="each-run"`` "each-fork".
-OLD_NAMES = {"iterations": "windows"}
-OLD_VALUES = {"restart": {"each-run": "each-fork"}}
+OLD_NAMES, OLD_VALUES = {"iterations": "windows"}, {"restart": {"each-run": "each-fork"}}
 
 #: The servers a comparison takes when none are named: the servlet servers, one application on three containers.
 DEFAULT_SERVERS = ("spring-tomcat", "spring-jetty", "spring-undertow")
@@ -158,6 +157,8 @@ class RunOptions:
                              "process on its share of load_cpus) or a docker engine url (wrk in a container there); "
                              "wrk's connections or vegeta's rate split across them, started together, their counts "
                              "and latency histograms merged (docs/generators.md)")
+    profile: bool = option(False, "bool", "CPU profiles of the server (async-profiler): each fork measures one more "
+                           "window under the profiler, which enters no statistic (docs/why.md)")
     retakes: int = option(2, "int", "a window disturbed by other processes on its cores, steal or a dip is measured "
                           "again in its fork, at most this many times (0: never); the disturbed one is kept, shown "
                           "as retaken, and enters no statistic")
@@ -322,8 +323,7 @@ def keywords(function):
                 kwargs[new] = kwargs.pop(old)
         unknown = [k for k in kwargs if k not in names]
         if unknown:
-            near = difflib.get_close_matches(unknown[0], names, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = "".join(f" (did you mean {n}?)" for n in difflib.get_close_matches(unknown[0], names, n=1))
             raise UsageError(f"{function.__name__}() has no option {', '.join(unknown)}{hint}; "
                              f"its options are {', '.join(names)}")
         return function(*args, **kwargs)

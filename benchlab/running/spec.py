@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import cores, schema
 from ..errors import UsageError
 from ..schema import LOAD_MODELS, BackendName
-from . import backends, drivers, generators, protocols, servers, variants
+from . import backends, drivers, generators, profiler, protocols, servers, variants
 from .load import Load, parse_duration
 from .options import DOCKER_OPTIONS, MAX_RETAKES, RunOptions
 
@@ -40,6 +40,7 @@ class RunSpec:
     docker: backends.DockerOptions = backends.DockerOptions()  # stored as its backend_options, those given
     sample_interval: float = 0.25
     retakes: int = 2
+    profile: bool = False  # each fork's last window taken under the profiler (benchlab.running.profiler)
     #: the load's generators (:mod:`benchlab.running.generators`); empty: one load tool, as without load_hosts
     load_hosts: tuple[str, ...] = ()
     host: str | None = None  # the machine of compare(hosts=...) its round runs on
@@ -165,13 +166,14 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
     if isinstance(o.retakes, bool) or not isinstance(o.retakes, int) or not 0 <= o.retakes <= MAX_RETAKES:
         raise UsageError(f"retakes is a whole number from 0 to {MAX_RETAKES} (0: never measure a disturbed window "
                          f"again), not {o.retakes!r}")
+    profiler.check(o.profile, server, o.backend)
     if o.backend == "docker":
         _check_docker(o)
     spec = RunSpec(
         server=server, scenario=scenario_, load=load, driver=driver.name, backend=o.backend,
         server_cpus=server_cores, load_cpus=load_cores, jvm_opts=jvm_opts, java=java, cds=o.cds, memory=o.memory,
         port=o.port, startup_timeout=startup, allow_remote=o.allow_remote, docker=docker,
-        retakes=o.retakes, load_hosts=load_hosts,
+        retakes=o.retakes, load_hosts=load_hosts, profile=o.profile,
     )
     if tools:
         check_tools(spec)
@@ -186,6 +188,8 @@ def check_tools(spec: RunSpec) -> None:
     generators.check_engines(spec.load_hosts, allow_remote=spec.allow_remote)
     if spec.backend == "local" or not spec.server.jvm:  # a JVM's container has its own JDK; nginx's is this one's
         spec.server.require(spec.java)
+    if spec.profile:
+        profiler.library()
 
 
 def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:

@@ -35,10 +35,16 @@ def aside(run_dir: Path) -> list[Path]:
     return sorted(run_dir.parent.glob(f"{run_dir.name}-retaken*")) if run_dir.parent.exists() else []
 
 
-def folders(base: Path, name: str, count: int) -> list[tuple[Path, str]]:
+def folders(base: Path, name: str, count: int, *, profile: bool = False) -> list[tuple[Path, str]]:
     """The (folder, run id) of each window of the fork ``name``: the name itself for a single window, as
-    before forks had several windows, else ``name-i1`` .. ``name-im``."""
+    before forks had several windows, else ``name-i1`` .. ``name-im``; with ``profile``, one more, ``name-profile``,
+    the fork's last window, taken under the profiler (:mod:`benchlab.running.profiler`).
+
+    >>> [run_id for _, run_id in folders(Path("/tmp"), "r", 2, profile=True)]
+    ['r-i1', 'r-i2', 'r-profile']
+    """
     ids = [name] if count == 1 else [f"{name}-i{k}" for k in range(1, count + 1)]
+    ids += [f"{name}-profile"] if profile else []
     return [(under(base, run_id), run_id) for run_id in ids]
 
 

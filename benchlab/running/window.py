@@ -38,6 +38,8 @@ class Measured:
     cores: dict = field(default_factory=dict)
     #: each generator's own figures, when the load was spread over several (``load_hosts``)
     generators: list = field(default_factory=list)
+    #: what the profiler recorded of a profiled window (:meth:`benchlab.running.profiler.Profiler.stop`)
+    profile: dict = field(default_factory=dict)
 
 
 def now() -> str:
@@ -61,9 +63,10 @@ def groups(spec) -> dict[str, tuple[int, ...]]:
 
 
 def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float, on_second=None,
-            echo=None) -> Measured:
+            echo=None, profiler=None) -> Measured:
     """Look for quiet, then measure one window of ``spec``'s load against ``instance``; ``on_second`` (a live
-    view) is called each second of it with ``(t, bytes/s the load tool read, cores other processes took)``."""
+    view) is called each second of it with ``(t, bytes/s the load tool read, cores other processes took)``;
+    ``profiler`` (:class:`benchlab.running.profiler.Profiler`) samples the server from the load's start to its end."""
     cores = {k: v for k, v in groups(spec).items() if v}
     pid = instance.metadata.get("pid") if spec.backend == "local" else None
     own = machine.tree(pid)
@@ -73,7 +76,8 @@ def measure(spec, driver, instance, runner, jvm, run_dir: Path, *, waited: float
         quiet = (machine.wait_quiet(cores, own | {_self()}, limit=machine.WAIT_LIMIT, share=series.OTHER_LIMIT,
                                     echo=echo) if cores else {"waited_s": 0.0, "quiet": None})
         culprits = machine.Culprits(cores, own | {_self()}, series.OTHER_LIMIT) if cores else None
-        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits, on_second)
+        measured = _load(spec, driver, instance, runner, jvm, run_dir, cores, pid, waited, culprits, on_second,
+                         profiler)
     finally:
         machine.restore(before)
     measured.metrics["quiet_wait_s"] = quiet["waited_s"]
@@ -101,7 +105,7 @@ def _affinity(spec) -> set[int]:
 
 
 def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, waited: float,
-          culprits=None, on_second=None) -> Measured:
+          culprits=None, on_second=None, profiler=None) -> Measured:
     """The window's load with its monitor: the metrics, the rows, and the cores' whole-window share."""
     cpus = sorted({*spec.server_cpus, *spec.load_cpus})
     began, busy = time.monotonic(), locks.cpu_seconds(cpus) if cores else None
@@ -124,14 +128,19 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
                 culprits.add(pid)
 
         spread: list = []
-        if spec.load_hosts:
-            metrics, spread = generators.execute(spec, driver, instance.url, run_dir, monitor=monitor,
-                                                 on_start=started)
-            metrics.update(generators.busiest(spread))
-        else:
-            metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
-                                            workdir=run_dir, phase="measure", monitor=monitor, runner=runner,
-                                            on_start=started)
+        if profiler is not None:
+            profiler.start()
+        try:
+            if spec.load_hosts:
+                metrics, spread = generators.execute(spec, driver, instance.url, run_dir, monitor=monitor,
+                                                     on_start=started)
+                metrics.update(generators.busiest(spread))
+            else:
+                metrics, _raw = drivers.execute(driver, instance.url, spec.scenario, spec.load, cpus=spec.load_cpus,
+                                                workdir=run_dir, phase="measure", monitor=monitor, runner=runner,
+                                                on_start=started)
+        finally:  # stopped however the load ends: the server goes on to its next window unprofiled
+            profile = profiler.stop() if profiler is not None else {}
     seconds = time.monotonic() - began
     samples = [s.astuple() for s in monitor.samples]
     measured = {"target_rps": None, **metrics, **cost.spent(cpu, instance.cpu_seconds(), metrics), **monitor.summary(),
@@ -147,7 +156,9 @@ def _load(spec, driver, instance, runner, jvm, run_dir: Path, cores: dict, pid, 
     measured.update(series.dip(samples))
     on_cores = _shares(cpus, seconds, busy, frame, waited) if cores else {}
     on_cores["load_pid"] = load_pid[0] if load_pid else None
-    return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores, spread)
+    if profile:  # a window under the profiler: it enters no statistic (the flag profiled)
+        measured.update(profiled=True, profile_samples=profile["samples"])
+    return Measured(measured, samples, list(monitor.counters), list(monitor.machine), on_cores, spread, profile)
 
 
 def _each_second(monitor, tell):
@@ -260,6 +271,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
         "server_alive_after_load": True,
         **({"generators": measured.generators} if measured.generators else {}),  # a spread load's, one by one
         **({"search": found} if found else {}),  # each step of a capacity search: its rate, latency, pass or why
+        **({"profile": measured.profile} if measured.profile else {}),  # the profiler's record (profiler.FILE)
         **({"fork_started_at": fork.started_at} if first else {}),  # its wall time: benchlab.analysis.wall.span
     }
     return Run(id=run_id, params={**spec.params(fork.repeat), "window": number, "fork": fork.name},
@@ -273,12 +285,12 @@ def _measured(fork, run_dir: Path, number: int) -> tuple[Measured, dict]:
     (:func:`benchlab.running.cost.search`), each step a window of its own rate."""
     spec = fork.spec
 
-    def at(load) -> Measured:
+    def at(load, profiler=None) -> Measured:
         return measure(dataclasses.replace(spec, load=load), fork.driver, fork.instance, fork.runner, fork.jvm,
-                       run_dir, waited=fork.waited, on_second=_live(fork, number), echo=fork.echo)
+                       run_dir, waited=fork.waited, on_second=_live(fork, number), echo=fork.echo, profiler=profiler)
 
     if spec.load.slo is None:
-        return at(spec.load), {}
+        return at(spec.load, fork.profiler(number, run_dir)), {}
     return cost.search(spec.load, at, load_cores=len(spec.load_cpus))
 
 

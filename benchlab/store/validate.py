@@ -17,7 +17,7 @@ _INF = math.inf
 
 #: The metric columns, by how each is read; None is always "not measured". Numbers and counts are finite
 #: and >= 0, or NaN for unknown; drift may be negative; note and warmup_class are text, warm true/false.
-_SIGNED, _TEXT, _FLAGS = ("drift", "dip"), ("note", "warmup_class", "others"), ("warm",)
+_SIGNED, _TEXT, _FLAGS = ("drift", "dip"), ("note", "warmup_class", "others"), ("warm", "profiled")
 _METRIC_NUMBERS = tuple(m for m in (*METRICS, *RESOURCES) if m not in (*_SIGNED, *_TEXT, *_FLAGS))
 
 #: The params that are numbers >= 0, those that are lists, and the other columns: any scalar.
@@ -41,6 +41,7 @@ _METADATA = {
 _TEXT_FIELDS = ("error", "suite", "label", "key", "started_at", "finished_at")
 _NONE = type(None)
 _NUMBER_TYPES, _TEXT_TYPES = frozenset((int, float, _NONE)), frozenset((str, _NONE))
+_FLAG_TYPES = frozenset((bool, _NONE))
 _SCALAR_TYPES, _CONTAINERS = frozenset((str, int, float, bool, _NONE)), frozenset((dict, list, _NONE))
 _INTS, _DICTS, _SECTIONS_TYPES = frozenset((int,)), frozenset((dict,)), frozenset((dict, _NONE))
 _LISTS, _STRS = frozenset((list, _NONE)), frozenset((str,))
@@ -131,7 +132,8 @@ def _fine(doc: dict) -> bool:
             and _LISTS.issuperset(map(type, (params.get("server_cpus"), params.get("load_cpus"), doc.get("files"))))
             and (status == "failed" or type(rps) in (int, float) and rps == rps)  # and >= 0, finite: above
             and (drift is None or type(drift) in (int, float) and -_INF < drift < _INF)
-            and type(metrics.get("warm")) in (bool, _NONE) and type(warmup.get("steady")) in (bool, _NONE)
+            and _FLAG_TYPES.issuperset(type(metrics.get(name)) for name in _FLAGS)
+            and type(warmup.get("steady")) in (bool, _NONE)
             and (pause == "auto" or type(pause) in _NUMBER_TYPES and (pause is None or 0 <= pause < _INF)))
 
 
