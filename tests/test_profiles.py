@@ -228,3 +228,30 @@ def test_differences_is_the_simulated_interval(tmp_path):
         assert mine["low"].to_numpy() == pytest.approx(low[t]) and mine["high"].to_numpy() == pytest.approx(high[t])
         assert mine["difference"].to_numpy() == pytest.approx(a[t].mean(axis=1) - b[t].mean(axis=1))
     assert (found["forks"] == 3).all() and math.isclose(len(found), trials * len(names))
+
+
+# --- the suite ---------------------------------------------------------------------------------------------
+
+def test_the_suite_reads_its_profiles_and_a_damaged_one_is_a_line(records, tmp_path):
+    from benchlab.analysis.suite import Suite
+
+    broken = Path(records[3].directory) / "profile.collapsed.gz"   # tomcat's
+    broken.write_bytes(b"\x1f\x8b not really gzip")
+    suite = Suite(records, baseline="spring-jetty")
+    with pytest.warns(UserWarning):
+        stacks = suite.profiles
+    assert set(stacks["server"]) == {"spring-jetty", "spring-undertow"}
+    assert len(suite.damaged) == 1 and str(broken) in suite.damaged[0]
+    found = suite.layers()
+    assert set(found["server"]) == {"spring-undertow"} and set(found["baseline"]) == {"spring-jetty"}
+    assert len(found) == len(profiles.LAYERS)
+    assert suite.layers("spring-undertow")["server"].unique().tolist() == ["spring-jetty"]
+    assert len(suite.damaged) == 1   # read once
+
+
+def test_a_suite_without_a_profile_has_empty_frames_with_the_columns():
+    from benchlab.analysis.suite import Suite
+
+    suite = Suite([window("tomcat", 1, 1, 60e-6), window("jetty", 1, 1, 70e-6)])
+    assert suite.profiles.empty and list(suite.profiles.columns) == list(profiles.STACKS)
+    assert suite.layers().empty and list(suite.layers().columns) == list(profiles.DIFFERENCES)
