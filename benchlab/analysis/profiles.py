@@ -248,7 +248,7 @@ DIFFERENCES = ("server", "baseline", *CELL, "layer", "us_per_request", "baseline
                "low", "high", "forks", "baseline_forks", "explains")
 
 
-def differences(layers: pd.DataFrame, baseline: str, *, alpha: float = 0.05) -> pd.DataFrame:
+def differences(layers: pd.DataFrame, baseline: str | None, *, alpha: float = 0.05) -> pd.DataFrame:
     """Per cell, server (not ``baseline``) and layer: how many more microseconds of CPU a request takes in that
     layer than on ``baseline``, the means over forks, with Welch's interval at ``1 - alpha`` over forks (NaN with a
     single fork a side, or where no fork differs from another), the forks each side, and ``explains``: the layer's
@@ -262,7 +262,7 @@ def differences(layers: pd.DataFrame, baseline: str, *, alpha: float = 0.05) -> 
     if layers is None or layers.empty:
         return pd.DataFrame(columns=list(DIFFERENCES))
     servers = list(dict.fromkeys(layers["server"]))
-    if baseline not in servers:
+    if baseline is None or baseline not in servers:
         raise UsageError(f"no profiled window of {baseline!r} to compare against: give baseline= one of "
                          f"{', '.join(map(str, servers))}")
     keys, groups = cells.group(layers)
