@@ -255,3 +255,64 @@ def test_a_suite_without_a_profile_has_empty_frames_with_the_columns():
     suite = Suite([window("tomcat", 1, 1, 60e-6), window("jetty", 1, 1, 70e-6)])
     assert suite.profiles.empty and list(suite.profiles.columns) == list(profiles.STACKS)
     assert suite.layers().empty and list(suite.layers().columns) == list(profiles.DIFFERENCES)
+
+
+# --- the charts ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def suite(tmp_path):
+    from benchlab.analysis.suite import Suite
+
+    found = []
+    for server in SERVERS:
+        for fork in (1, 2):
+            found += [window(server, fork, n, COST[server] * (0.95 + 0.02 * n + 0.01 * fork)) for n in (1, 2, 3)]
+            found.append(profiled_run(tmp_path, server, fork))
+    return Suite(found, baseline="spring-tomcat")
+
+
+def test_the_flame_chart_is_an_icicle_per_server_coloured_by_layer(suite):
+    from benchlab.present import charts
+    from tests.test_charts import rendered
+
+    chart = charts.flame(suite.profiles)
+    spec = chart.to_dict()
+    assert len(spec["vconcat"]) == 3 and "CPU" in spec["title"]["text"]
+    boxes, labels = spec["vconcat"][0]["layer"]
+    assert boxes["mark"]["type"] == "rect" and boxes["encoding"]["color"]["field"] == "layer"
+    assert boxes["encoding"]["y"]["scale"]["reverse"] is True   # the root at the top
+    assert [t["field"] for t in boxes["encoding"]["tooltip"]] == ["frame", "layer", "samples", "share",
+                                                                   "us_per_request"]
+    assert "frames drawn" in spec["vconcat"][0]["title"]["text"]
+    drawn = spec["datasets"][(boxes.get("data") or spec["vconcat"][0]["data"])["name"]]
+    assert min(row["share"] for row in drawn) >= 0.005 and len(drawn) < 1000   # pruned, so the spec stays small
+    root = [row for row in drawn if row["depth"] == 0]
+    assert 0.99 < sum(row["x1"] - row["x0"] for row in root) <= 1.0   # [unknown], a few samples, is left out
+    assert len(charts.flame(suite.profiles, "spring-jetty").to_dict()["vconcat"]) == 1
+    rendered(chart)
+
+
+def test_the_layer_differences_chart_has_a_bar_and_an_interval_per_layer(suite):
+    from benchlab.present import charts
+    from tests.test_charts import rendered
+
+    chart = charts.layer_differences(suite.layers())
+    spec = chart.to_dict()
+    assert "spring-tomcat" in " ".join(spec["title"]["text"] if isinstance(spec["title"]["text"], list)
+                                       else [spec["title"]["text"]])
+    bars, whiskers, zero = spec["spec"]["layer"]
+    assert bars["mark"]["type"] == "bar" and bars["encoding"]["x"]["field"] == "difference"
+    assert (whiskers["encoding"]["x"]["field"], whiskers["encoding"]["x2"]["field"]) == ("low", "high")
+    assert spec["facet"]["row"]["field"] == "panel"
+    rows = list(spec["datasets"].values())[0]
+    assert len(rows) == 2 * len(profiles.LAYERS)
+    rendered(chart)
+
+
+def test_charts_without_a_profile_say_so():
+    from benchlab.present import charts
+
+    with pytest.raises(ResultsError, match="profile=True"):
+        charts.flame(profiles.stacks([]))
+    with pytest.raises(ResultsError, match="profile=True"):
+        charts.layer_differences(profiles.differences(profiles.layers(profiles.stacks([])), None))
