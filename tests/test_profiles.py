@@ -316,3 +316,40 @@ def test_charts_without_a_profile_say_so():
         charts.flame(profiles.stacks([]))
     with pytest.raises(ResultsError, match="profile=True"):
         charts.layer_differences(profiles.differences(profiles.layers(profiles.stacks([])), None))
+
+
+# --- the export ------------------------------------------------------------------------------------------
+
+def test_the_export_writes_collapsed_stacks_and_speedscope_per_server(suite, tmp_path):
+    import json
+
+    from benchlab.present.export import export_profile
+
+    written = export_profile(suite, tmp_path / "out")
+    assert sorted(p.name for p in written) == sorted(f"spring-{s}{end}" for s in SERVERS
+                                                    for end in (".collapsed", ".speedscope.json"))
+    for server in SERVERS:
+        total = 2 * file_total(capture(server))   # two forks, each the capture
+        collapsed = profiles.parse((tmp_path / "out" / f"spring-{server}.collapsed").read_text())
+        assert sum(collapsed.values()) == total
+        # the same stacks as the suite's, their samples added over the forks
+        mine = suite.profiles[suite.profiles["server"] == f"spring-{server}"]
+        assert collapsed == {k: int(v) for k, v in mine.groupby("stack")["samples"].sum().items()}
+        document = json.loads((tmp_path / "out" / f"spring-{server}.speedscope.json").read_text())
+        assert document["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+        frames, (profile,) = document["shared"]["frames"], document["profiles"]
+        assert profile["type"] == "sampled" and profile["unit"] == "none"
+        assert sum(profile["weights"]) == profile["endValue"] == total and profile["startValue"] == 0
+        assert len(profile["samples"]) == len(profile["weights"]) == len(collapsed)
+        assert all(0 <= i < len(frames) for sample in profile["samples"] for i in sample)
+        # root first: each sample's frames, named, are its stack
+        rebuilt = {";".join(frames[i]["name"] for i in sample): w
+                   for sample, w in zip(profile["samples"], profile["weights"])}
+        assert rebuilt == collapsed
+
+
+def test_the_export_without_a_profile_says_what_to_do(tmp_path):
+    from benchlab.present.export import export_profile
+
+    with pytest.raises(UsageError, match="profile=True"):
+        export_profile([window("tomcat", 1, 1, 60e-6)], tmp_path)
