@@ -53,6 +53,23 @@ def t_interval(x: np.ndarray, alpha: float):
     return x.mean(axis=-1) - half, x.mean(axis=-1) + half
 
 
+def difference_interval(a: np.ndarray, b: np.ndarray, alpha: float):
+    """The interval of mean(a) - mean(b) by Welch's t (Welch-Satterthwaite df, :func:`welch_df`): a difference, not
+    a ratio, for a figure that may be 0 on one side (a layer of a profile one server never enters). NaN below 2
+    repeats a side, and where neither side's repeats differ (no noise to scale it by, as :func:`varies` says).
+
+    >>> [round(float(v), 2) for v in difference_interval(np.array([10.0, 11, 12]), np.array([8.0, 9, 10]), 0.05)]
+    [-0.27, 4.27]
+    """
+    na, nb = a.shape[-1], b.shape[-1]
+    if na < 2 or nb < 2:
+        return np.full(a.shape[:-1], np.nan), np.full(a.shape[:-1], np.nan)
+    va, vb = a.var(axis=-1, ddof=1) / na, b.var(axis=-1, ddof=1) / nb
+    half = t_quantile(alpha, welch_df(va, vb, na, nb)) * np.sqrt(va + vb)
+    centre, either = a.mean(axis=-1) - b.mean(axis=-1), varies(a) | varies(b)
+    return np.where(either, centre - half, np.nan), np.where(either, centre + half, np.nan)
+
+
 def _log_mean(x: np.ndarray):
     """log(mean) estimated as m + v/2 (exact for a log-normal, to second order for a small cv) and its
     variance v/n + v^2/(2(n-1)) (Cox, in Land 1972)."""

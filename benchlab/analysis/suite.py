@@ -54,6 +54,7 @@ class Suite:
         #: their run.json figures). ``flags()`` shows each as a row, flag "damaged".
         self.damaged: list[str] = list(damaged)
         self._histograms: tuple | None = None
+        self._folded: list | None = None  # each profiled window's stacks (None for any other), read once
         self._history = None  # the history.History of this suite's machine, read when first asked for
         self.runs = frame(self.records)
         from .stats import pick_baseline
@@ -158,6 +159,34 @@ class Suite:
         said = dict(zip(self.runs["id"], standing(self.runs)))
         repeats = dict(zip(self.runs["id"], self.runs["repeat"] if "repeat" in self.runs else [None] * len(self.runs)))
         return found.assign(standing=found["id"].map(said), repeat=found["id"].map(repeats))[columns]
+
+    @property
+    def profiles(self):
+        """Where each profiled window's CPU went: a row per fork and folded stack, with its layer, its share of the
+        server's CPU and its microseconds per request (:func:`benchlab.analysis.profiles.stacks`); empty, with the
+        columns, when no window was profiled. A damaged profile is a line in :attr:`damaged`, its fork left out.
+
+        >>> Suite([]).profiles.empty
+        True
+        """
+        from . import profiles
+
+        if self._folded is None:
+            self._folded = self._each(lambda r: profiles.read(r) if profiles.profiled(r) else None)
+        return profiles.stacks(self.records, folded=self._folded, runs=self.runs)
+
+    def layers(self, baseline: str | None = None, *, alpha: float = 0.05):
+        """Why one server is faster: per server and layer of its CPU (kernel, GC, JIT, server I/O, HTTP parsing,
+        servlet dispatch, Spring MVC, controller, the rest), how many more microseconds a request spends there than
+        on ``baseline`` (the suite's by default), with a ``1 - alpha`` interval over forks, the layers in the order
+        of how much of the difference they explain (:func:`benchlab.analysis.profiles.differences`).
+
+        >>> Suite([]).layers().empty
+        True
+        """
+        from . import profiles
+
+        return profiles.differences(profiles.layers(self.profiles), baseline or self.baseline, alpha=alpha)
 
     @property
     def warmups(self):

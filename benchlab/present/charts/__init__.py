@@ -2,8 +2,9 @@
 
 Every function takes the tidy runs frame (one row per run, the columns of
 :data:`benchlab.schema.COLUMNS`, latencies in seconds, sizes in bytes) or, for the resource timeline, the
-samples frame, and returns an Altair chart. None of them saves or displays anything: a notebook shows
-the chart by leaving it as a cell's last value, :mod:`benchlab.present.render` draws it in HTML.
+samples frame (for the profile charts: ``Suite.profiles`` and ``Suite.layers()``), and returns an Altair chart.
+None of them saves or displays anything: a notebook shows the chart by leaving it as a cell's last value,
+:mod:`benchlab.present.render` draws it in HTML.
 
 Conventions shared by all charts:
 
@@ -32,6 +33,7 @@ from .capacity import capacity
 from .factors import interaction
 from .frames import NINES_TICKS, describe, machine, machine_of, nines
 from .load import latency, rate_sweep, sweep, throughput
+from .profile import flame, layer_differences
 from .reference import published
 from .series import series
 from .spectrum import spectrum
@@ -50,6 +52,8 @@ __all__ = [
     "published",
     "rate_sweep",
     "interaction",
+    "flame",
+    "layer_differences",
     "describe",
     "machine",
     "machine_of",
