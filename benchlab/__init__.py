@@ -25,7 +25,7 @@ from .version import __version__
 if TYPE_CHECKING:
     from .analysis.suite import Suite, load
     from .api import compare, run
-    from .present.export import export_hdr
+    from .present.export import export_hdr, export_profile
     from .running import factors
     from .running.importers import import_hdr, import_jtl, import_wrk
     from .running.jars import build
@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 #: (a lock, a file write, a child process) does not pay for pandas and the whole API (0.8 s).
 _LAZY = {"Suite": "analysis.suite", "load": "analysis.suite", "compare": "api", "run": "api",
          "factors": "running.factors", "import_jtl": "running.importers", "import_wrk": "running.importers",
-         "import_hdr": "running.importers", "export_hdr": "present.export",
+         "import_hdr": "running.importers", "export_hdr": "present.export", "export_profile": "present.export",
          "build": "running.jars", "Load": "running.load", "Scenario": "running.servers",
          "Server": "running.servers", "Run": "store.results"}
 
-__all__ = ["run", "compare", "load", "import_wrk", "import_jtl", "import_hdr", "export_hdr", "build", "Server",
-           "Scenario", "Load", "Run", "Suite", *errors.__all__, "__version__"]
+__all__ = ["run", "compare", "load", "import_wrk", "import_jtl", "import_hdr", "export_hdr", "export_profile", "build",
+           "Server", "Scenario", "Load", "Run", "Suite", *errors.__all__, "__version__"]
 
 
 def __getattr__(name: str):

@@ -131,6 +131,10 @@ def cmd_show(args) -> int:
 
             given = {k.removeprefix("hdr_"): v for k, v in vars(args).items() if k in ("hdr_unit", "hdr_digits")}
             written = export_hdr(suite, args.hdr, **given)
+        if args.profiles is not None:
+            from .present.export import export_profile
+
+            written += export_profile(suite, args.profiles)
         print_suite(suite)
     for path in written:
         print(f"wrote {path}")
@@ -233,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what the logs' whole numbers count: ns, us or ms (default: us, as wrk2 writes)")
     p.add_argument("--hdr-digits", default=argparse.SUPPRESS, type=int, metavar="N",
                    help="HdrHistogram's significant digits, 1 to 5 (default: 3, 0.1%%)")
+    p.add_argument("--profiles", default=None, metavar="DIR",
+                   help="also write each server's profile (profile=True) in DIR as collapsed stacks and a speedscope "
+                        "file (docs/why.md)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("doctor", help="list the load tools and runtimes: installed, version, how to install")

@@ -112,6 +112,7 @@ def _damaged_results(tmp: Path) -> None:
             (tmp / name / "r1" / "run.json").write_text(json.dumps(doc))
         return tmp / name / "r1"
 
+    stored("good")
     stored("no-id", lambda doc: doc.pop("id"))
     stored("metadata-text", lambda doc: doc.update(metadata="x"))
     stored("rps-text", lambda doc: doc["metrics"].update(rps="fast"))

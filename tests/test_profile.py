@@ -1,18 +1,34 @@
-"""Profiles of measured windows, end to end: a real Spring server's fork ends with one window under async-profiler,
-loaded into its JVM through the attach mechanism when the load starts and stopped when it ends; the stacks are
-stored beside the run, read back, and show the server's own request handling; the window enters no statistic."""
+"""Profiles of measured windows, end to end: each fork of two real Spring servers ends with one window under
+async-profiler, loaded into its JVM through the attach mechanism when the load starts and stopped when it ends; the
+stacks are stored beside the run, read back, and show the server's own request handling; the window enters no
+statistic; the terminal, the export and the report (compare.ipynb re-rendered, charts drawn offline) say where
+each server's CPU went."""
 
 from __future__ import annotations
 
 import gzip
+import json
+import math
+from pathlib import Path
 
 import pytest
 
 import benchlab
-from benchlab.analysis import validity
+from benchlab.analysis import profiles, validity
 from benchlab.running import profiler
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ["spring-tomcat", "spring-undertow"]
+
+
+@pytest.fixture(scope="module")
+def profiled_runs(tmp_path_factory, jars) -> Path:
+    results = tmp_path_factory.mktemp("profiled")
+    benchlab.compare(SERVERS, ["hello"], connections=[16], repeats=1, windows=2, duration="3s", warmup="15s",
+                     profile=True, results_dir=results, progress=False)
+    return results
 
 
 def _stacks(run) -> dict[str, int]:
@@ -23,12 +39,11 @@ def _stacks(run) -> dict[str, int]:
     return found
 
 
-def test_a_fork_ends_with_a_profiled_window_of_the_server_s_own_work(jars, tmp_path, no_jvm_left):
-    suite = benchlab.compare(["spring-undertow"], ["hello"], connections=[16], repeats=1, windows=2, duration="3s",
-                             warmup="15s", profile=True, results_dir=tmp_path, progress=False)
-    again = benchlab.load(tmp_path)  # stored and read back
-    profiled = [r for r in again.records if r.metrics.get("profiled") and r.status == "ok"]  # retakes aside
-    plain = [r for r in again.records if not r.metrics.get("profiled") and r.status == "ok"]
+def test_a_fork_ends_with_a_profiled_window_of_the_server_s_own_work(profiled_runs):
+    again = benchlab.load(profiled_runs)  # stored and read back
+    mine = [r for r in again.records if r.params["server"] == "spring-undertow"]
+    profiled = [r for r in mine if r.metrics.get("profiled") and r.status == "ok"]  # retakes aside
+    plain = [r for r in mine if not r.metrics.get("profiled") and r.status == "ok"]
     assert len(profiled) == 1 and len(plain) >= 2, [r.id for r in again.records]
     run = profiled[0]
     assert run.id.endswith("-profile") and run.params["window"] == 3 and run.params["fork"] == plain[0].params["fork"]
@@ -50,4 +65,46 @@ def test_a_fork_ends_with_a_profiled_window_of_the_server_s_own_work(jars, tmp_p
     standing = dict(zip(again.runs["id"], validity.standing(again.runs)))
     assert standing[run.id].startswith("left out (") and "profiled" in standing[run.id]
     assert "profiled" in set(again.flags()["flag"])
-    assert suite.summary(metrics=("rps",))["windows"].iloc[0] >= 1
+
+
+def test_the_profiles_are_read_by_layer_shown_and_exported(profiled_runs, tmp_path, capsys):
+    from benchlab import cli
+
+    suite = benchlab.load(profiled_runs)
+    stacks = suite.profiles
+    assert set(stacks["server"]) == set(SERVERS)
+    assert ((stacks.groupby("server")["share"].sum() - 1).abs() < 1e-9).all()
+    tomcat = stacks[stacks["server"] == "spring-tomcat"]
+    assert tomcat[tomcat["stack"].str.contains("org/apache/coyote")]["share"].sum() > 0.1
+    assert ((profiles.layers(stacks).groupby("server")["share"].sum() - 1).abs() < 1e-9).all()
+    difference = suite.layers()
+    assert set(difference["server"]) == {"spring-undertow"} and difference["difference"].map(math.isfinite).all()
+    assert difference["difference"].sum() == pytest.approx(
+        difference["us_per_request"].sum() - difference["baseline_us_per_request"].sum())
+    slowed = profiles.slowdown(suite.runs)
+    assert slowed["ratio"].dropna().between(0.3, 1.5).all()
+    assert cli.main(["show", str(profiled_runs), "--profiles", str(tmp_path / "out")]) == 0
+    shown = capsys.readouterr().out
+    assert "where the CPU went" in shown and "spring-undertow vs spring-tomcat:" in shown
+    speedscope = json.loads((tmp_path / "out" / "spring-tomcat.speedscope.json").read_text())
+    assert sum(speedscope["profiles"][0]["weights"]) == tomcat["samples"].sum()
+    assert (tmp_path / "out" / "spring-undertow.collapsed").stat().st_size > 0
+
+
+def test_the_report_draws_each_server_s_icicle_and_the_layers_offline(profiled_runs, tmp_path):
+    import nbformat
+
+    from benchlab import report
+
+    done = report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(profiled_runs)},
+                          output=tmp_path / "why.ipynb")
+    assert "Why one server is faster" in done.html.read_text()
+    notebook = nbformat.read(str(done.ipynb), as_version=4)
+    outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert not any("no profile:" in json.dumps(o) for o in outputs), "the section drew the profiles"
+    charts = [json.dumps(o["data"][report.VEGALITE_MIMETYPE]) for o in outputs
+              if report.VEGALITE_MIMETYPE in o.get("data", {})]
+    drawn = [c for c in charts if "us_per_request" in c]
+    assert len(drawn) >= 2, "the layers' differences and the icicles, drawn as interactive charts"
+    assert any("kernel and syscalls" in c and "spring-undertow" in c for c in drawn)

@@ -353,3 +353,18 @@ def test_the_export_without_a_profile_says_what_to_do(tmp_path):
 
     with pytest.raises(UsageError, match="profile=True"):
         export_profile([window("tomcat", 1, 1, 60e-6)], tmp_path)
+
+
+def test_the_profilers_slowdown_is_the_profiled_windows_rps_over_its_forks_used_ones(tmp_path):
+    from benchlab.store.results import frame
+
+    found = []
+    for fork, plain, profiled in ((1, (100.0, 110.0), 84.0), (2, (120.0, 120.0), 108.0)):
+        found += [window("tomcat", fork, n, 1e-5, rps=rps) for n, rps in enumerate(plain, 1)]
+        found.append(profiled_run(tmp_path / str(fork), "tomcat", fork, rps=profiled))
+    slowed = profiles.slowdown(frame(found))
+    assert slowed["server"].tolist() == ["spring-tomcat"] and slowed["forks"].tolist() == [2]
+    expected = math.sqrt(84.0 / 105.0 * 108.0 / 120.0)  # the geometric mean of the forks' ratios
+    assert slowed["ratio"].iloc[0] == pytest.approx(expected)
+    assert slowed["low"].iloc[0] < expected < slowed["high"].iloc[0]
+    assert profiles.slowdown(frame(found[:2])).empty, "no profiled window, no slowdown"

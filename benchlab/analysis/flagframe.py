@@ -55,7 +55,7 @@ def _cell_flags(rps: np.ndarray, p99: np.ndarray, forks: np.ndarray, found: list
     counts: dict[str, int] = {}
     for run in found:
         for flag, text in dict(run).items():
-            if flag != "failed":
+            if flag not in ("failed", "profiled"):  # a profiled window is one a fork by design, not a finding
                 seen.setdefault(flag, text)
                 counts[flag] = counts.get(flag, 0) + 1
     return out + [(flag, f"in {'every repeat' if counts[flag] == len(found) else 'some repeats'}: {text}")

@@ -295,3 +295,37 @@ def _against(server: str, mine: pd.DataFrame, baseline: str, base: pd.DataFrame,
              "baseline_us_per_request": base_means[i], "difference": difference[i], "low": low[i], "high": high[i],
              "forks": a.shape[1], "baseline_forks": b.shape[1],
              "explains": difference[i] / whole if whole else math.nan} for i in order]
+
+
+#: The columns of :func:`slowdown`.
+SLOWDOWN = ("server", *CELL, "forks", "ratio", "low", "high")
+
+
+def slowdown(runs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """What the profiler cost, as each comparison measures it: per cell and server, a profiled window's requests/s
+    over its fork's used windows' mean (:func:`benchlab.analysis.validity.fit`), the geometric mean over forks and a
+    t interval on the logs (NaN below 2 forks). A fork before warm, whose window was left out, gives none.
+
+    >>> slowdown(suite.runs)   # doctest: +SKIP
+    """
+    from .validity import fit
+
+    if runs.empty or "profiled" not in runs:
+        return pd.DataFrame(columns=list(SLOWDOWN))
+    forks = pd.Series(cells.fork_keys(runs), index=runs.index)
+    marked = runs["profiled"].map(lambda v: v is True or v == 1).astype(bool) & (runs["status"] == "ok")
+    rps = pd.to_numeric(runs["rps"], errors="coerce")
+    plain = rps[fit(runs)].groupby(forks[fit(runs)]).mean()
+    ratios = (rps[marked] / forks[marked].map(plain)).rename("ratio")
+    rows = []
+    keys, groups = cells.group(runs[marked].assign(ratio=ratios))
+    for cell, group in groups:
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        for server, mine in group.groupby("server", sort=False):
+            logs = np.log(mine["ratio"].dropna().to_numpy(dtype=float))
+            low, high = (np.exp(intervals.t_interval(logs, alpha)) if len(logs) > 1 and intervals.varies(logs)
+                         else (math.nan, math.nan))
+            rows.append({"server": server, **{c: cells.restore(v) for c, v in zip(keys, cell)}, "forks": len(logs),
+                         "ratio": float(np.exp(logs.mean())) if len(logs) else math.nan,
+                         "low": float(low), "high": float(high)})
+    return pd.DataFrame(rows, columns=list(SLOWDOWN))

@@ -174,14 +174,12 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         _print("per-run requests/s:")
         _print(formatting.per_run(suite.table("rps")).to_string())  # the notebooks' rounding: one rule
         _print()
-        for verdict in suite.verdicts("rps")["verdict"]:
-            _print("  " + verdict)
-        for verdict in suite.verdicts("p99")["verdict"]:
-            _print("  " + verdict)
-        for metric in judged:  # at a fixed rate, what serving it cost each server; with slo=, what each carried
+        # rps and p99; at a fixed rate, what serving it cost each server; with slo=, what each carried
+        for metric in ("rps", "p99", *judged):
             for verdict in suite.verdicts(metric)["verdict"]:
                 _print("  " + verdict)
         _ceiling(suite)
+        _profiles(suite)
         flags = suite.flags()
         if len(flags):
             _print()
@@ -243,6 +241,30 @@ def _ceiling(suite) -> None:
     cell = varying(shares)  # the cell's columns, where there are several cells
     for row in shares.to_dict("records"):
         _print("  " + "".join(f"{c} {row[c]}, " for c in cell) + row["text"])
+
+
+def _profiles(suite) -> None:
+    """With ``profile=True`` (docs/why.md): each server's CPU a request by layer, the layers that explain most of
+    each server's difference from the baseline with their intervals, and what the profiler cost."""
+    from ..analysis import profiles
+
+    stacks = suite.profiles
+    if stacks.empty:
+        return
+    layers = profiles.layers(stacks)
+    table = layers.pivot_table("us_per_request", "layer", "server", aggfunc="mean", sort=False)
+    _print()
+    _print("where the CPU went (profiled windows; µs of server CPU a request, mean over forks):")
+    _print(table.map(lambda v: f"{v:,.2f}").to_string())
+    for server, mine in suite.layers().groupby("server", sort=False):
+        top = mine.head(3)
+        said = ", ".join(f"{r.layer} {r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]" if r.low == r.low else
+                         f"{r.layer} {r.difference:+.2f}" for r in top.itertuples())
+        _print(f"  {server} vs {suite.baseline}: {mine['difference'].sum():+.2f} µs a request; most in {said}")
+    for row in profiles.slowdown(suite.runs).itertuples():
+        interval = f" [{row.low:.3f}, {row.high:.3f}]" if row.low == row.low else ""
+        _print(f"  profiling cost {row.server}: profiled window / its fork's other windows, requests/s "
+               f"{row.ratio:.3f}{interval} over {row.forks} fork(s); the profiled windows enter no statistic")
 
 
 def _number(value: float) -> str:
