@@ -317,8 +317,8 @@ def test_doctor_lists_every_driver_and_runtime(capsys):
     from benchlab.running.doctor import doctor
 
     rows = {row["tool"]: row for row in doctor()}
-    assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker", "nginx", "go"]
-    for name in ("wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "nginx", "go"):
+    assert list(rows) == ["wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "docker", "nginx", "go", "async-profiler"]
+    for name in ("wrk", "h2load", "jmeter", "vegeta", "java", "mvn", "nginx", "go", "async-profiler"):
         assert rows[name]["installed"] and rows[name]["version"] not in (None, "unknown"), rows[name]
     assert rows["jmeter"]["version"].startswith("Apache JMeter 5.6")
     assert rows["vegeta"]["version"] == "vegeta v12.13.0" and rows["vegeta"]["models"] == ["rate"]
@@ -335,3 +335,4 @@ def test_doctor_says_how_to_install_what_is_missing(tmp_path, monkeypatch):
     assert not any(row["installed"] for row in rows.values())
     assert "go install" in rows["vegeta"]["install"] and "install-drivers.sh" in rows["jmeter"]["install"]
     assert "nghttp2-client" in rows["h2load"]["install"] and "openjdk-17" in rows["java"]["install"]
+    assert "install-drivers.sh" in rows["async-profiler"]["install"]

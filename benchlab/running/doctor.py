@@ -39,6 +39,18 @@ def _runtime(name: str) -> dict:
             "models": [], "install": install}
 
 
+def _profiler() -> dict:
+    """async-profiler's library, which ``profile=True`` loads into a server's JVM (:mod:`.profiler`)."""
+    from . import profiler
+
+    try:
+        path = str(profiler.library())
+    except ToolMissing:
+        path = None
+    return {"tool": "async-profiler", "kind": "profiler", "installed": path is not None,
+            "version": profiler.VERSION if path else None, "path": path, "models": [], "install": profiler.INSTALL}
+
+
 def doctor() -> list[dict]:
     """One row per load tool and runtime: tool, kind, installed, version, path, models, install.
 
@@ -46,9 +58,9 @@ def doctor() -> list[dict]:
     -------
     >>> from benchlab.running.doctor import doctor
     >>> [row["tool"] for row in doctor()]  # doctest: +SKIP
-    ['wrk', 'h2load', 'jmeter', 'vegeta', 'java', 'mvn', 'docker', 'nginx', 'go']
+    ['wrk', 'h2load', 'jmeter', 'vegeta', 'java', 'mvn', 'docker', 'nginx', 'go', 'async-profiler']
     """
-    return [*(_driver(name) for name in drivers.NAMES), *(_runtime(name) for name in RUNTIMES)]
+    return [*(_driver(name) for name in drivers.NAMES), *(_runtime(name) for name in RUNTIMES), _profiler()]
 
 
 def format_doctor(rows: list[dict]) -> str:
