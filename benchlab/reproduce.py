@@ -216,7 +216,10 @@ def _planned(chosen: pd.DataFrame, catalogue: pd.DataFrame, experiment: str, see
         return None
     shape["servers"] = replay.in_sequence(shape["servers"], how["sequence"])
     first = template.baseline if template.baseline in shape["servers"] else shape["servers"][0]
-    comparison = template.changed(**shape, **how["options"], **on["options"], baseline=first)
+    # what the requests speak is the claims' wire, whatever the template's: an h2 claim replayed over HTTP/1.1 is
+    # another experiment
+    comparison = template.changed(**shape, **how["options"], **on["options"], **replay.wire_of(catalogue, experiment),
+                                  baseline=first)
     return comparison, f"{load_said}{on['said']}; {how['said']}"
 
 

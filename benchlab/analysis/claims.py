@@ -12,6 +12,8 @@ Before any ratio, the runs must be able to judge, by the one rule every verdict 
 is left out, its sentence says so, and a claim is *not testable here* when no run is at its load point or a server
 has fewer than two clean values left; its reason names the flag.
 
+Only runs over a claim's **wire** with its **streams** judge it (:mod:`.catalogue`: an empty cell is HTTP/1.1, one).
+
 Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved forks,
 and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did: its warm-up
 (mostly none), its number of runs, back to back against one server each, every run counted as one value as they
@@ -29,6 +31,8 @@ import pandas as pd
 
 from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE, ClaimVerdict
 from . import cells, intervals, stats, validity
+from .catalogue import given, streams, wire
+from .catalogue import read as read  # claims.read(): the table's door
 from .flags import runs_flags
 from .validity import WARMTH
 
@@ -40,17 +44,6 @@ COLUMNS = ("claim", "source", "experiment", "load", "metric", "claim_text", "pub
 
 HOLDS, DIFFERS, REVERSED, INCONCLUSIVE, NOT_TESTABLE = CLAIM_VERDICTS
 (SENSITIVE,) = PROTOCOL_SENSITIVE
-
-
-def read(path=None) -> pd.DataFrame:
-    """The claims table, ``data/published/claims.csv`` by default.
-
-    >>> read()["claim"].iloc[0]
-    'wrk-undertow-rps'
-    """
-    from .. import home
-
-    return pd.read_csv(path or home.published_dir() / "claims.csv")
 
 
 def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protocol: str = "controlled"
@@ -81,10 +74,6 @@ def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protoco
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def given(value) -> bool:  # a table cell that holds something: not None, NaN or empty
-    return value is not None and not (isinstance(value, float) and math.isnan(value)) and value != ""
-
-
 def servers(claim) -> list[str]:  # the servers a claim compares: its ordering's, else its baseline and server
     if given(claim.get("order")):
         return str(claim["order"]).split("<")
@@ -102,6 +91,8 @@ def _describe(claim) -> dict:
         load = ", ".join(part for part in parts if part)
     if given(claim.get("pipelining")) and float(claim["pipelining"]) > 1:
         load += f", pipelined {int(claim['pipelining'])} deep"
+    if wire(claim) != "http1":
+        load += f", over {wire(claim)}" + (f", {streams(claim)} streams a connection" if streams(claim) > 1 else "")
     if given(claim.get("order")):
         text = f"{claim['metric']}: {' < '.join(servers(claim))}"
     else:
@@ -149,11 +140,20 @@ def _point(claim, runs: pd.DataFrame | None) -> tuple[pd.DataFrame, str, str]:
     if runs is None or runs.empty:
         return pd.DataFrame(), where, ""
     values = runs[column] if column == "load" else pd.to_numeric(runs[column], errors="coerce")
-    at = (runs["scenario"] == claim["scenario"]) & (values == value)
+    at = (runs["scenario"] == claim["scenario"]) & (values == value) & _over(claim, runs)
+    where += f", over {wire(claim)}, {streams(claim)} streams a connection" if wire(claim) != "http1" else ""
     elsewhere = ~at & (runs["status"] == "ok")
     points = sorted({(f"load {v}" if column == "load" else f"{v:g} {column}") + f", scenario {s}"
                      for v, s in zip(values[elsewhere], runs.loc[elsewhere, "scenario"]) if v == v})
     return runs[at & runs["server"].isin(servers(claim))], where, "; ".join(points)
+
+
+def _over(claim, runs: pd.DataFrame) -> pd.Series:
+    """Which runs spoke the claim's wire with its streams (a run stored before HTTP/2 spoke HTTP/1.1, one stream)."""
+    spoke = runs["protocol"].fillna("http1") if "protocol" in runs else pd.Series("http1", index=runs.index)
+    flight = (pd.to_numeric(runs["streams"], errors="coerce").fillna(1) if "streams" in runs
+              else pd.Series(1, index=runs.index))
+    return (spoke == wire(claim)) & (flight == streams(claim))
 
 
 def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", protocol: str = "controlled"):

@@ -17,7 +17,7 @@ from .notebook import ParameterError
 #: The experiments of ``claims.csv`` this notebook replays: the two seed write-ups (their load shapes are
 #: the notebook's own parameters) and those whose load shape :func:`plan` reads from the table.
 EXPERIMENTS = ("wrk", "jmeter", "wrk-512", "jmeter-ramp", "h2load-count", "wrk-pipelined", "wrk-512-pipelined",
-               "rate-1k", "rate-1k-close", "rate-5k", "rate-10k")
+               "rate-1k", "rate-1k-close", "rate-5k", "rate-10k", "h2load-h2-256")
 #: Why the other experiments are not replayed (none is, today).
 NOT_REPLAYED: dict[str, str] = {}
 #: The most requests/s a fixed-rate replay offers here: vegeta takes about 20% of a core per 1,000/s (README,
@@ -107,10 +107,34 @@ def plan(chosen: pd.DataFrame, experiment: str, *, duration: float, count_scale:
         seconds = min(float(first["duration_s"]), float(duration))
         depth = int(first["pipelining"]) if pd.notna(first.get("pipelining")) else 1
         options.update(connections=[int(first["connections"])], duration=seconds, pipeline=depth)
-        said = (f"wrk, {int(first['connections'])} connections" + (f", {depth} requests pipelined" if depth > 1 else "")
+        said = (f"{_tool(first)}, {int(first['connections'])} connections" + _streams(first)
+                + (f", {depth} requests pipelined" if depth > 1 else "")
                 + f", {seconds:g} s" + (f" (theirs {float(first['duration_s']):g} s)"
                                         if seconds != float(first["duration_s"]) else ""))
     return {"options": options, "said": said}
+
+
+def wire_of(claim_table: pd.DataFrame, experiment: str) -> dict:
+    """The ``compare()`` options of what ``experiment``'s requests speak: its claims' wire as ``protocol`` and their
+    streams (one experiment, one wire: :func:`benchlab.analysis.claims.read` checks it).
+
+    >>> wire_of(claims.read(), "h2load-h2-256"), wire_of(claims.read(), "wrk")
+    ({'protocol': 'h2', 'streams': 100}, {'protocol': 'http1', 'streams': 1})
+    """
+    first = claim_table[claim_table["experiment"] == experiment].iloc[0]
+    return {"protocol": claims.wire(first), "streams": claims.streams(first)}
+
+
+def _tool(claim) -> str:
+    """The load tool a timed replay of ``claim`` drives: h2load over HTTP/2, wrk otherwise (docs/http2.md)."""
+    return "h2load" if claims.wire(claim) in ("h2c", "h2") else "wrk"
+
+
+def _streams(claim) -> str:
+    """A claim's wire and streams in words, after its connections ("" for HTTP/1.1)."""
+    if claims.wire(claim) == "http1":
+        return ""
+    return f" over {claims.wire(claim)}" + (f" x {claims.streams(claim)} streams" if claims.streams(claim) > 1 else "")
 
 
 def _base(server: str) -> str:
