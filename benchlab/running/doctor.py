@@ -64,10 +64,10 @@ def doctor() -> list[dict]:
 
 
 def format_doctor(rows: list[dict]) -> str:
-    lines = [f"{'tool':8} {'installed':9}  {'version':40}  load models / how to install"]
+    lines = [f"{'tool':14} {'installed':9}  {'version':40}  load models / how to install"]
     for row in rows:
         version = (row["version"] or "-")[:40]
         how = ", ".join(row["models"]) if row["installed"] and row["models"] else (
             "" if row["installed"] else f"install: {row['install']}")
-        lines.append(f"{row['tool']:8} {'yes' if row['installed'] else 'NO':9}  {version:40}  {how}")
+        lines.append(f"{row['tool']:14} {'yes' if row['installed'] else 'NO':9}  {version:40}  {how}")
     return "\n".join(lines)
