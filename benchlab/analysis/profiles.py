@@ -32,6 +32,7 @@ from ..errors import ResultsError, UsageError
 from ..schema import CELL
 from ..store.files import MAX_BYTES, read_bytes, why
 from ..store.results import Run, frame
+from ..store.stacks import parse
 from . import cells, intervals
 
 #: The layers a server's CPU is told in, each with the patterns (regular expressions, searched in one frame's name
@@ -127,25 +128,6 @@ def _unzipped(data: bytes, name: str) -> bytes:
     return text
 
 
-def parse(text: str) -> dict[str, int]:
-    """Folded stacks from collapsed text: a line per stack, its count after the last space; a stack written twice
-    is added up (async-profiler writes one twice where its frames differ only in a type the names do not show,
-    interpreted or compiled). ValueError, naming the line, for one that is not a stack and a whole count.
-
-    >>> parse("a;b 3\\na;c 1\\na;b 2\\n")
-    {'a;b': 5, 'a;c': 1}
-    """
-    found: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not stack or not count.isdigit():
-            raise ValueError(f"line {number} is not a stack and its sample count")
-        found[stack] = found.get(stack, 0) + int(count)
-    return found
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def frame_layer(name: str) -> str | None:
     """The layer whose patterns claim the frame ``name`` first, or None.
@@ -171,14 +153,13 @@ def layer(stack: str) -> str:
     return OTHER
 
 
-def _costs(records: Sequence[Run], runs: pd.DataFrame) -> dict[str, float]:
+def _costs(runs: pd.DataFrame) -> dict[str, float]:
     """Each fork's mean CPU per request over its used windows (never its profiled ones)."""
     from .validity import fit
 
     if runs.empty:
         return {}
-    marked = {r.id for r in records if r.metrics.get("profiled")}
-    used = runs[fit(runs) & ~runs["id"].isin(marked).to_numpy()]
+    used = runs[fit(runs)]  # never a profiled window: its flag leaves it out
     cost = pd.to_numeric(used["cpu_per_request"], errors="coerce")
     means = cost.groupby(cells.fork_keys(used)).mean()
     return {fork: float(value) for fork, value in means.items() if math.isfinite(value)}
@@ -199,7 +180,7 @@ def stacks(records: Iterable[Run], *, folded: Sequence[dict | None] | None = Non
     """
     records = tuple(records)
     folded = [read(r) if profiled(r) else None for r in records] if folded is None else folded
-    costs = _costs(records, frame(records) if runs is None else runs)
+    costs = _costs(frame(records) if runs is None else runs)
     parts = [_window(record, found, costs) for record, found in zip(records, folded)
              if found and profiled(record)]
     if not parts:
@@ -241,6 +222,15 @@ def layers(stacks: pd.DataFrame) -> pd.DataFrame:
     table = table.join(forks[[c for c in LAYER_COLUMNS if c in forks and c not in table]], on="fork")
     table["us_per_request"] = table["share"] * table["cpu_per_request"].astype(float) * 1e6
     return table[list(LAYER_COLUMNS)]
+
+
+def table(stacks: pd.DataFrame) -> pd.DataFrame:
+    """Microseconds of CPU a request, a row per layer and a column per server, the mean over its forks: what the
+    terminal and compare.ipynb show first.
+
+    >>> table(stacks(suite.records)).round(2)   # doctest: +SKIP
+    """
+    return layers(stacks).pivot_table("us_per_request", "layer", "server", aggfunc="mean", sort=False)
 
 
 #: The columns of :func:`differences`.
@@ -315,7 +305,8 @@ def slowdown(runs: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     forks = pd.Series(cells.fork_keys(runs), index=runs.index)
     marked = runs["profiled"].map(lambda v: v is True or v == 1).astype(bool) & (runs["status"] == "ok")
     rps = pd.to_numeric(runs["rps"], errors="coerce")
-    plain = rps[fit(runs)].groupby(forks[fit(runs)]).mean()
+    used = fit(runs)
+    plain = rps[used].groupby(forks[used]).mean()
     ratios = (rps[marked] / forks[marked].map(plain)).rename("ratio")
     rows = []
     keys, groups = cells.group(runs[marked].assign(ratio=ratios))

@@ -251,11 +251,9 @@ def _profiles(suite) -> None:
     stacks = suite.profiles
     if stacks.empty:
         return
-    layers = profiles.layers(stacks)
-    table = layers.pivot_table("us_per_request", "layer", "server", aggfunc="mean", sort=False)
     _print()
     _print("where the CPU went (profiled windows; µs of server CPU a request, mean over forks):")
-    _print(table.map(lambda v: f"{v:,.2f}").to_string())
+    _print(profiles.table(stacks).map(lambda v: f"{v:,.2f}").to_string())
     for server, mine in suite.layers().groupby("server", sort=False):
         top = mine.head(3)
         said = ", ".join(f"{r.layer} {r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]" if r.low == r.low else

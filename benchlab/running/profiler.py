@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import home
 from ..errors import ServerError, ToolMissing, UsageError
+from ..store.stacks import parse
 
 #: The stacks of a profiled window, beside its run.json: folded (Brendan Gregg's collapsed format), gzip'd.
 FILE = "profile.collapsed.gz"
@@ -142,6 +143,6 @@ class Profiler:
         with gzip.open(self.folder / FILE, "wb") as out:
             out.write(text)
         plain.unlink(missing_ok=True)
-        samples = sum(int(line.rsplit(b" ", 1)[1]) for line in text.splitlines() if b" " in line)
+        samples = sum(parse(text.decode(errors="replace")).values())
         return {"tool": "async-profiler", "version": VERSION, "event": "cpu", "interval_ns": INTERVAL_NS,
                 "file": FILE, "format": FORMAT, "seconds": round(self.seconds, 3), "samples": samples}
