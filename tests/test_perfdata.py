@@ -162,6 +162,31 @@ def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_
 
 
 @pytest.mark.integration
+def test_a_jvm_that_keeps_compiling_is_never_called_warm(tmp_path, no_jvm_left):
+    """The rule's 15 s of a quiet compiler are the judge, however steady the throughput: a JVM given a new class to
+    compile by every request (tests/fixtures/KeepsCompiling.java) is still not warm after twice the time a Spring
+    fork takes here, and its warm-up says the compiler never went quiet."""
+    server = benchlab.Server.from_command(["java", str(FIXTURES / "KeepsCompiling.java"), "{port}"],
+                                          name="keeps-compiling", path="/")
+    spec = prepare(server, "/", RunOptions.of(connections=4, duration="2s"))
+    instance = backends.get("local").start(spec.server, spec.launch("keeps-compiling", tmp_path / "server.log"))
+    jvm = instance.counters()
+    try:
+        assert jvm is not None, "a JVM's counters are read from its hsperfdata file"
+        warmed = warmup.warm_up(instance.url, spec.scenario, spec.load, cpus=spec.load_cpus, workdir=tmp_path,
+                                perfdata=jvm, limit=50.0)
+    finally:
+        jvm.close()
+        instance.stop()
+    slices = [s for s in warmed["slices"] if s["t"] >= warmed["slices"][-1]["t"] - warmup.QUIET_WINDOW - 1]
+    busy = (slices[-1]["compile_s"] - slices[0]["compile_s"]) / (slices[-1]["t"] - slices[0]["t"])
+    assert busy > warmup.QUIET_SHARE, f"the JIT compiled {busy:.2f} s a second over the last window: it was busy"
+    assert all(s["rps"] > 0 for s in warmed["slices"]), "the server answered throughout"
+    assert warmed["steady"] is False and warmed["rule"] == "jit+throughput", warmed["rule"]
+    assert warmed["jit_quiet_s"] is None and warmed["seconds"] >= 50.0
+
+
+@pytest.mark.integration
 def test_a_run_stores_the_jvm_counters_and_flags_a_compiling_measurement(tmp_path, jars, no_jvm_left):
     run = benchlab.run("spring-undertow", "hello", connections=50, duration="3s", warmup="2s", results_dir=tmp_path)
     assert run.metrics["jit_share"] > 0.05, "a JVM 2 s into its load still compiles"

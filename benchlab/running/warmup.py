@@ -1,34 +1,27 @@
 """Warm-up: a fixed time, or ``auto``: slices of load until the JVM says it is warm and throughput agrees.
 
-A JVM on one core is far from warm after 10 s, and throughput alone cannot tell: measured here, Jetty
-served 4.7-5.0k req/s from 15 s to 35 s, a plateau flat enough for any "last slices agree" rule, while its
-JIT added 5 s of compile time every 5 s; after t = 80 s its compiler was quiet and it served 14-22k. So
-``auto`` asks the JVM (:mod:`benchlab.running.perfdata`) after every slice of :data:`SLICE` seconds.
-
-It first *primes* the JVM at a light load (:data:`PRIME_CONNECTIONS`) until its compiler is quiet: on one
-core, the run's own load at 200 connections keeps 200 request threads runnable beside the JIT's two, which
-then compile for minutes (TechEmpower's toolset also primes before it warms). Then it warms at the run's
-own load, and calls the server warm only when both hold there:
+Throughput alone cannot tell a warm JVM: measured here, Jetty served a flat 4.7-5.0k req/s from 15 s to 35 s while
+its JIT added 5 s of compile time every 5 s, and 14-22k once it was quiet. So ``auto`` asks the JVM
+(:mod:`benchlab.running.perfdata`) after every slice of :data:`SLICE` seconds. Above :data:`PRIME_CONNECTIONS` it
+first *primes* the JVM at that light load (200 request threads runnable beside the JIT's two kept it compiling for
+minutes; TechEmpower's toolset primes too), then warms it at the run's own load until both hold there:
 
 1. **the compiler is quiet**: over the last :data:`QUIET_WINDOW` seconds the JIT's compile time grew by
    at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves, 5 s
    slices), a compiling JVM adds 0.6-2.0 s of compile time per second of wall time, a JVM finishing adds
    0.05-0.6 in bursts, and a warm one 0.00-0.01
-   (a late compile or an invalidation now and then); 0.05 sits between them: at most 1 s of compile in
-   20 s, which can cost the measurement no more than about 5% of the server's core.
+   (a late compile or an invalidation now and then); 0.05 sits between them: at most 0.75 s of compile in
+   15 s, which can cost the measurement no more than about 5% of the server's core.
 2. **throughput has a steady state**: the change points of the slice series
-   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`STEADY_WINDOW` seconds, long
-   enough to see a JIT step, and the last :data:`STEADY_WINDOW` seconds show no significant upward trend.
+   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`JIT_STEADY_WINDOW` seconds,
+   and those seconds show no significant upward trend. The compiler's quiet says what a long segment would
+   otherwise have to: that no JIT step is still to come. A server judged on throughput alone needs
+   :data:`STEADY_WINDOW` seconds, long enough to see such a step.
 
 A server with no JVM counters (not a JVM, or a JVM without perfdata) is judged on throughput alone, and
 its warm-up says so (``"rule": "throughput"``). One that is flat from its first slice is warm sooner
 (``"rule": "native-flat"``): once :data:`NATIVE_SLICES` slices or more form one segment (no change point:
-no step) with no upward trend. Measured here (nginx and go-nethttp on one core at 64 connections, wrk on the
-other, 12 forks on a shared machine), native servers serve from their first slice at the level of their last:
-the throughput rule's 30 s steady segment cost them 30-56 s; this rule called 7 of the 8 forks it judged warm
-at 20-21 s, the first second at which a step between the first slices and the next can show; the eighth, an
-nginx fork whose first 10 s served half of what it served after, went on to the throughput rule (51 s). A JVM
-without counters rises over its first slices, so a step or a trend keeps it on the throughput rule.
+no step) with no upward trend; docs/warm-up.md has what nginx and go-nethttp did under each rule.
 
 At :data:`LIMIT` seconds the warm-up stops regardless: the run is flagged ``not_warm``. Each warm-up is
 classified as Barrett et al. do (*flat*, *warm-up*, *slowdown*, *no steady state*), and the time the JIT
@@ -54,8 +47,16 @@ LIMIT = 360.0
 #: then added 0.2 s of compile time and served 18-20k req/s, as much as after 300 s at 200.
 PRIME_CONNECTIONS = 16
 PRIME_LIMIT = 150.0
-QUIET_WINDOW = 20.0
+#: Priming ends at the first quiet slice: the bulk of the compiling is done, and the rule proper is judged under the
+#: run's own load (a whole quiet window here too cost forks at 64 connections 10-15 s more).
+PRIME_QUIET = SLICE
+#: The compiler's quiet window and the steady segment of a JVM whose compile time is counted: the same 15 s, so every
+#: slice that shows throughput steady was served by a quiet compiler. They were 20 s and 30 s; docs/warm-up.md
+#: (``benchmarks/warmup_protocols.py --later``) shows what a fork measures as soon as these call it warm.
+QUIET_WINDOW = 15.0
 QUIET_SHARE = 0.05
+JIT_STEADY_WINDOW = QUIET_WINDOW
+#: The steady segment of a server judged on throughput alone (no JVM counters): long enough to see a JIT step.
 STEADY_WINDOW = 30.0
 #: The fewest slices from which a server without JVM counters can be called flat: two segments of the change
 #: points' shortest (changepoints.MIN_SEGMENT) each, the fewest in which a step can show.
@@ -102,8 +103,8 @@ def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: floa
     has not ended.
 
     >>> curve = [{"t": 5.0 * i, "compile_s": min(4.0 * i, 40.0)} for i in range(1, 20)]
-    >>> quiet_since(curve)
-    70.0
+    >>> quiet_since(curve)       # its last compile ends at 50 s
+    65.0
     """
     known = [s for s in slices if s.get(key) is not None]
     if not known:
@@ -131,9 +132,9 @@ def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIE
     'native-flat'
     """
     rps = [s.get("rps") or 0.0 for s in slices]
-    steady_slices = _slices(STEADY_WINDOW)
-    kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
     quiet = jit_quiet([origin, *slices] if origin else slices, share=share)
+    steady_slices = _slices(STEADY_WINDOW if quiet is None else JIT_STEADY_WINDOW)
+    kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
     settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
                and not changepoints.rising(rps[-steady_slices:]))
     warm = settled and quiet is not False
@@ -183,10 +184,8 @@ def _warming_load(load: Load, seconds: float, *, connections: int | None = None)
     """The load that warms the server: the run's own connections (or ``connections``) through wrk, for
     ``seconds``; its wrk threads are the run's, at most one a connection.
 
-    A count load has no duration of its own, and a rate load warms faster as a closed loop; either way
-    it is wrk at the same concurrency (h2load's own warm-up option skews its byte counts). A run that opens a
-    connection a request (``keepalive=False``) warms so too: its accept and close paths are part of what
-    the JIT compiles.
+    A count load has no duration, a rate load warms faster as a closed loop: either is wrk at the same concurrency
+    (h2load's own warm-up skews its byte counts). ``keepalive=False`` warms so too: it compiles accept and close.
 
     >>> _warming_load(Load(model="rate", rate=100, connections=8, threads=1, duration=5, keepalive=False), 3).keepalive
     False
@@ -259,8 +258,9 @@ def _slice(url: str, scenario, slice_load: Load, phase: str, *, began: float, cp
 #: A fork that sat idle while others warmed (``interleave="windows"``) is resumed: slices of its own load until
 #: its compiler has been quiet over :data:`RESUME_WINDOW` seconds, for at most :data:`RESUME_LIMIT`. Measured
 #: here, four Jetty forks that waited 1.5-5 min compiled 0.9-1.8 s in their first 5 s window back under load, the
-#: one that had not waited nothing, and all of them little from their second window on.
-RESUME_WINDOW = 10.0
+#: one that had not waited nothing, and all of them little from their second window on; forks that waited 25-40 s
+#: compiled 0.0-0.1 s in their first 5 s back, which one quiet slice now ends.
+RESUME_WINDOW = 5.0
 RESUME_LIMIT = 60.0
 
 
@@ -299,8 +299,8 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     ``auto`` reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or None
     for a server without JVM counters.
 
-    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until its compiler is quiet
-    (at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds there.
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until a slice's compiler is quiet
+    (:data:`PRIME_QUIET`, at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds.
 
     Each slice makes room for the JIT as ``load.warming`` says (:mod:`benchlab.running.warming`, which also says
     why the compiler threads stay on the server's core).
@@ -332,7 +332,7 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
         if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
             while time.monotonic() - began < min(PRIME_LIMIT, limit):
                 slices.append(one("prime", prime))
-                if jit_quiet([start, *slices]):
+                if jit_quiet([start, *slices], window=PRIME_QUIET):
                     break
         primed = slices[-1]["t"] if slices else None
         origin = slices[-1] if slices else start  # the counters as the run's own load begins
