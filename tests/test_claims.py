@@ -252,6 +252,33 @@ def test_the_replay_tables_show_ours_beside_theirs():
     assert both.loc["spring-undertow", ["ratio ours", "ratio published"]].tolist() == pytest.approx([1.5, 1.47])
 
 
+def test_the_count_points_and_the_numbers_table_are_reproduce_notebooks_loops():
+    """What reproduce.ipynb's count charts and its "side by side, in numbers" table are drawn from, with the published
+    figures of data/published: every load point of every driver, the ones without a ratio saying why."""
+    from benchlab.present import claimtables
+
+    published = {name: pd.read_csv(home.published_dir() / f"{name}.csv") for name in ("wrk", "jmeter")}
+    count = pd.DataFrame({"server": ["spring-tomcat", "spring-undertow", "spring-undertow"], "users": [100, 100, 1000],
+                          "loops": [10, 10, 1], "rps": [1000.0, 1100.0, 900.0]})
+    points = claimtables.count_points({"jmeter": count, "fast": count.iloc[:0]}, published["jmeter"],
+                                      [100, 1000], [1000, 100], [10, 1], baseline="spring-tomcat")
+    said = [p["missing"] for p in points]
+    assert said[0] is None and len(points[0]["ours"]) == 2 and len(points[0]["theirs"]) > 0
+    assert "the baseline spring-tomcat has no finished run" in said[1], said
+    assert said[2] == "every run of the count experiment with fast failed: see the failed runs below"
+    wrk = runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [150.0, 151.0, 149.0, 150.5, 149.5])
+    table = claimtables.numbers(Suite(wrk).runs, published, points, baseline="spring-tomcat", connections=64)
+    assert table.index.get_level_values("experiment").unique().tolist() == ["wrk", "jmeter (jmeter)"]
+    jmeter = table.xs("jmeter (jmeter)", level="experiment")
+    assert jmeter.index.get_level_values("load").unique().tolist() == ["100 users x 10 here, x 1000 published",
+                                                                       "1000 users x 1 here, x 100 published"]
+    assert jmeter.loc[("100 users x 10 here, x 1000 published", "spring-undertow"), "ratio ours"] == 1.1
+    tomcat = published["jmeter"].query("users == 100 and loops == 1000 and run != 'mean' and server == 'spring-tomcat'")
+    assert jmeter.loc[("100 users x 10 here, x 1000 published", "spring-tomcat"), "mean published"] == round(
+        tomcat["value"].astype(float).mean(), 3), "the published runs, not their stated mean"
+    assert claimtables.numbers(None, published, [], baseline="spring-tomcat", connections=64) is None
+
+
 def test_their_stack_is_the_sources_jvm_options_on_the_nearest_jdk():
     from benchlab.present import replay
     from benchlab.present.notebook import ParameterError

@@ -192,3 +192,57 @@ def ratios(frame: pd.DataFrame, value: str, baseline: str) -> pd.DataFrame:
 def side_by_side(ours_table: pd.DataFrame, theirs: pd.DataFrame) -> pd.DataFrame:
     """Our :func:`ratios` beside the published ones, server by server."""
     return ours_table.merge(theirs, how="left", left_index=True, right_index=True, suffixes=(" ours", " published"))
+
+
+def count_points(count_runs: Mapping[str, pd.DataFrame], published: pd.DataFrame, users, loops, scaled_loops, *,
+                 baseline: str) -> list[dict]:
+    """The count experiment's load points, driver by driver: ``{"driver", "users", "loops"`` (published),
+    ``"scaled"`` (here), ``"ours"`` (that point's finished runs), ``"theirs"`` (its published rows), ``"missing"``
+    (why it has no ratio, or None)``}``; a driver whose every run failed is one point that says so.
+
+    >>> ran = pd.DataFrame({"server": ["a", "b"], "users": 10, "loops": 5, "rps": [100.0, 150.0]})
+    >>> pub = pd.DataFrame({"server": ["a", "b"], "users": 10, "loops": 50, "metric": "rps", "value": [1.0, 2.0]})
+    >>> [(p["users"], p["scaled"], len(p["ours"]), p["missing"]) for p in count_points({"wrk": ran}, pub, [10],
+    ...                                                                                 [50], [5], baseline="a")]
+    [(10, 5, 2, None)]
+    >>> count_points({"wrk": ran}, pub, [10], [50], [5], baseline="c")[0]["missing"]
+    'wrk, 10 users x 5: the baseline c has no finished run, so no ratio: see the failed runs below'
+    """
+    points = []
+    for driver, runs in count_runs.items():
+        if runs.empty:
+            points.append({"driver": driver, "missing": f"every run of the count experiment with {driver} failed: "
+                                                        "see the failed runs below"})
+            continue
+        for u, n, scaled in zip(users, loops, scaled_loops):
+            mine = runs[(runs["users"] == u) & (runs["loops"] == scaled)]
+            theirs = published[(published["users"] == u) & (published["loops"] == n)]
+            missing = (f"{driver}, {u} users x {scaled}: the baseline {baseline} has no finished run, so no ratio: "
+                       "see the failed runs below" if not (mine["server"] == baseline).any() else
+                       f"{u} users x {n} loops: no published figures at this point" if theirs.empty else None)
+            points.append({"driver": driver, "users": u, "loops": n, "scaled": scaled, "ours": mine,
+                           "theirs": theirs, "missing": missing})
+    return points
+
+
+def numbers(wrk_runs: pd.DataFrame | None, published: Mapping[str, pd.DataFrame], points: list[dict], *,
+            baseline: str, connections: int) -> pd.DataFrame | None:
+    """Every experiment's mean requests/s per server and its ratio to the ``baseline``'s, ours beside the published
+    (:func:`side_by_side`), indexed by experiment, load and server; None when nothing ran."""
+    tables = []
+    if wrk_runs is not None:
+        theirs = published["wrk"][published["wrk"]["metric"] == "rps"]
+        tables.append(side_by_side(ratios(wrk_runs, "rps", baseline), ratios(theirs, "value", baseline))
+                      .assign(experiment="wrk", load=f"{connections} connections here, 200 published"))
+    for point in points:
+        if "theirs" not in point:  # a driver whose every run failed
+            continue
+        theirs = point["theirs"][(point["theirs"]["metric"] == "rps") & (point["theirs"]["run"] != "mean")]
+        if len(point["ours"]) and len(theirs):
+            load = f"{point['users']} users x {point['scaled']} here, x {point['loops']} published"
+            tables.append(side_by_side(ratios(point["ours"], "rps", baseline),
+                                       ratios(theirs.astype({"value": float}), "value", baseline))
+                          .assign(experiment=f"jmeter ({point['driver']})", load=load))
+    if not tables:
+        return None
+    return pd.concat(tables).reset_index().set_index(["experiment", "load", "server"]).round(3)
