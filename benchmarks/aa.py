@@ -23,10 +23,16 @@ warmed by ``warmup="auto"`` on one core costs two to three minutes). So this run
    for the interval; and with the names in their places in the round, for a fork's place (no interval: see
    :func:`round_rate`). Random splits of forks would pair forks of different rounds, which the rule never does.
 
+6. with ``--history DIR ...`` (folders of this machine's stored comparisons, the A/A's own left out), the same
+   round splits at 2, 3 and 5 rounds judged as ``compare()`` judges them with borrowing on
+   (:mod:`benchlab.analysis.borrow`: the fork variance squeezed toward the history's prior, a moderated t; where
+   nothing is borrowed, Welch's t on the forks apart, as without it), the share of splits that borrowed, and the
+   smallest change found in 80% of the splits at the rounds a 10-minute budget buys here.
+
 Goal: false positives at most 0.05 for rps and for p99, with their intervals.
 
     python3 benchmarks/aa.py [--forks 6] [--windows 4] [--duration 5s] [--interleave windows] [--results DIR]
-                             [--splits 2000] [--retakes 2]
+                             [--splits 2000] [--retakes 2] [--history DIR ...]
 
 Only the windows compare() itself would use enter the figures (benchlab.analysis.validity): a window flagged
 for a disturbance is measured again in its fork (``--retakes``) and left out, as is any still flagged.
@@ -35,6 +41,7 @@ for a disturbance is measured again in its fork (``--retakes``) and left out, as
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import tempfile
 import time
@@ -42,7 +49,7 @@ import time
 import numpy as np
 
 import benchlab
-from benchlab.analysis import cells, intervals, pairs, stats, validity
+from benchlab.analysis import borrow, cells, history, intervals, pairs, stats, validity
 
 NAMES = ("spring-tomcat", "spring-tomcat+threads200")
 ALPHA = 0.05
@@ -83,6 +90,36 @@ def round_rate(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1
     b = np.where(flip, chosen[..., 0], chosen[..., 1])
     low, high = pairs.ratio_interval(a, b, ALPHA)
     return float(np.mean(intervals.significant(pairs.p_value(a, b, ALPHA), low, high, ALPHA)))
+
+
+def borrowed_rate(rounds: np.ndarray, k: int, splits: int, rng, *, prior, scale: float = 1.0,
+                  lent: list | None = None) -> float:
+    """As :func:`round_rate` (each round's forks in a random order), each split judged as ``compare()`` judges k
+    rounds with borrowing on: the moderated t with ``prior`` (d0, s0^2, the history's degrees of freedom) where
+    :func:`benchlab.analysis.borrow.judge` borrows, else Welch's t on the forks apart, as ``compare()`` judges
+    fewer than :func:`benchlab.analysis.pairs.reach` rounds without it. ``lent`` gets the share that borrowed."""
+    chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
+    flip = rng.random((splits, k)) < 0.5
+    a = np.where(flip, chosen[..., 1], chosen[..., 0]) * scale
+    b = np.where(flip, chosen[..., 0], chosen[..., 1])
+    out = borrow.judge(np.log(np.stack([a, b], axis=-2)), 0, 1, prior, paired=True, alpha=ALPHA)
+    used = out["borrowed"] & np.isfinite(out["low"]) & np.isfinite(out["high"])
+    moderated = intervals.significant(out["p"], out["low"], out["high"], ALPHA)
+    low, high = intervals.ratio_interval(a, b, ALPHA)
+    welch = intervals.significant(intervals.p_value(a, b, ALPHA), low, high, ALPHA)
+    if lent is not None:
+        lent.append(float(np.mean(used)))
+    return float(np.mean(np.where(used, moderated, welch)))
+
+
+def priors(paths: list[str], results: str) -> dict:
+    """Per metric, the history's prior of a fork variance by round (:class:`benchlab.analysis.history.History`) for
+    the A/A's machine, its own sittings left out; None where the history holds fewer than 3 variances."""
+    records = benchlab.load(results).records
+    named = {history.machine(r) for r in records} - {None}
+    found = history.History(history.folders(paths), machine=named.pop() if named else None,
+                            exclude={history.sitting(r) for r in records})
+    return {metric: found.prior(metric, True) for metric in ("rps", "p99")}
 
 
 def bootstrap(values: np.ndarray, k: int, splits: int, rng, rate=split_rate, draws: int = 200) -> tuple[float, float]:
@@ -146,6 +183,8 @@ def main() -> None:
     parser.add_argument("--results", help="a results folder: resumed if it holds some of the runs")
     parser.add_argument("--interleave", default="windows", choices=("windows", "forks"),
                         help="the order of the windows (compare's interleave; default windows)")
+    parser.add_argument("--history", nargs="*", default=[],
+                        help="folders of this machine's stored comparisons: judge the splits with borrowing on too")
     args = parser.parse_args()
 
     results = args.results or tempfile.mkdtemp(prefix="benchlab-aa-")
@@ -164,6 +203,8 @@ def main() -> None:
         print("  " + suite.verdicts(metric)["verdict"].iloc[0])
     rng = np.random.default_rng(20261201)
     print()
+    lent_priors = priors(args.history, results) if args.history else {}
+    budget_rounds = max(2, int(600 // (took / max(rounds, 1))))
     for metric in ("rps", "p99"):
         values = by_fork(suite.runs, metric)  # the rule is two-sided on the logs: a p99 slowdown is 1 + d
         parts = stats.components(values.ravel()[~np.isnan(values.ravel())],
@@ -192,7 +233,31 @@ def main() -> None:
             print(f"  {k} rounds ({pairs.test_name(k, ALPHA)}), {args.splits} splits: false positives {rate:.3f} "
                   f"[95% {low:.3f}, {high:.3f}] (goal <= {GOAL}: {verdict}); names in their places {placed:.3f}; "
                   f"detects {mde:+.0%} in {POWER:.0%} of splits")
+        if args.history:
+            _borrowing(paired, lent_priors.get(metric), metric, args.splits, budget_rounds, rng)
         print()
+
+
+def _borrowing(paired: np.ndarray, prior, metric: str, splits: int, budget_rounds: int, rng) -> None:
+    """The lines of item 6: the round splits judged with borrowing on."""
+    if prior is None:
+        print(f"  with borrowing: the history holds fewer than {borrow.MIN_VARIANCES} {metric} variances: no prior")
+        return
+    lent_prior = (prior.d0, prior.s02, prior.df)
+    print(f"  with borrowing ({metric} prior from {prior.count} stored variances, {prior.forks} forks: d0 = "
+          f"{prior.d0:.3g}, s0 = {np.sqrt(prior.s02):.2%}):")
+    for k in sorted({2, 3, 5, min(budget_rounds, len(paired))}):
+        if k > len(paired):
+            continue
+        lent: list = []
+        rate = borrowed_rate(paired, k, splits, rng, prior=lent_prior, lent=lent)
+        judged = functools.partial(borrowed_rate, prior=lent_prior)
+        low, high = bootstrap(paired, k, splits, rng, rate=judged)
+        mde = detectable(paired, k, splits, rng, rate=judged)
+        verdict = "met" if high <= GOAL else ("missed" if low > GOAL else "not decided")
+        budget = " (what a 10-minute budget buys here)" if k == budget_rounds else ""
+        print(f"    {k} rounds{budget}: false positives {rate:.3f} [95% {low:.3f}, {high:.3f}] (goal <= {GOAL}: "
+              f"{verdict}); {lent[0]:.0%} of splits borrowed; detects {mde:+.0%} in {POWER:.0%} of splits")
 
 
 if __name__ == "__main__":

@@ -228,6 +228,28 @@ def test_a_noisy_sitting_is_flagged_and_a_damaged_stored_run_skipped(tmp_path):
     assert any("old0-spring-tomcat-1" in line for line in suite._borrowing().skipped)
 
 
+def test_the_same_comparison_stored_elsewhere_is_another_sitting_and_the_judged_one_is_never_its_own_prior(
+        tmp_path, monkeypatch):
+    """A suite's id is made of its servers and cells: three clones of one comparison store three sittings under one
+    id. Each is a sitting of the history (three variances, not one of 3 forks a round), and the sitting judged,
+    though its folder is among the history's folders (given by another path), is left out of it."""
+    from benchlab import load
+    from benchlab.analysis import history
+
+    rng = np.random.default_rng(4)
+    clones = [_store(tmp_path / f"clone{k}", "results", _sitting("same", 3, rng)) for k in range(3)]
+    judged = _store(tmp_path, "now", _sitting("same", 2, rng, shift=1.25))
+    monkeypatch.chdir(tmp_path)
+    suite = load("now")  # by a relative path; the history names the folder absolutely
+    suite.history = (*clones, judged)
+    variances = [v for v in suite._borrowing().variances() if v["metric"] == "rps"]
+    assert len(variances) == 3, [v["suite"] for v in variances]
+    assert all(v["forks"] == 9 and v["d"] == 4 for v in variances), variances  # 3 servers x 3 rounds: (3-1)(3-1)
+    assert {history.sitting(r) for r in suite.records} == {("same", str(Path(judged).resolve()))}
+    said = suite.verdicts().iloc[0]["verdict"]
+    assert "27 stored forks" in said, said  # the three clones' 9 forks each; with the judged sitting's own, 33
+
+
 def test_a_history_folder_that_does_not_exist_is_one_line(tmp_path):
     from benchlab.analysis.suite import Suite
     from benchlab.errors import UsageError

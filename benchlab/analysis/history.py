@@ -3,13 +3,18 @@ metric, read (never written) from results folders, of runs measured on the machi
 
 A machine is what its runs' metadata names: the hostname, the CPU model and its logical CPUs, and the host of
 ``compare(hosts=...)``; a run that names none of them (imported, made in memory) is nobody's history. Each stored
-comparison (``suite``) gives, per cell, one variance of each metric with its degrees of freedom, laid out as the
-sitting judged is (:func:`benchlab.analysis.sittings.layout`): by round or apart, a prior only for its own kind.
-Damaged stored runs are left out and named in :attr:`History.skipped`, never fatal.
+sitting gives, per cell, one variance of each metric with its degrees of freedom, laid out as the sitting judged is
+(:func:`benchlab.analysis.sittings.layout`): by round or apart, a prior only for its own kind.
+
+A sitting is a comparison (``suite``) in the folder it was stored in (:func:`sitting`). A suite's id is made of
+its servers and cells, so the same comparison run again elsewhere (another clone, another day) has the same id: it
+is another sitting, and the best prior there is, neither the sitting judged nor one comparison with two forks a
+round. Damaged stored runs are left out and named in :attr:`History.skipped`, never fatal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,6 +60,18 @@ def folders(history) -> tuple[Path, ...] | None:
     return tuple(found)
 
 
+def sitting(record: Run) -> tuple:
+    """The sitting a run belongs to: its comparison (``suite``) and the folder it is stored in (its run folder's
+    parent; None for a run in memory).
+
+    >>> sitting(Run(id="a", params={}, metrics={"rps": 1.0}, metadata={}, suite="s", directory="/r/compare-s/a"))
+    ('s', '/r/compare-s')
+    >>> sitting(Run(id="a", params={}, metrics={"rps": 1.0}, metadata={}, suite="s"))
+    ('s', None)
+    """
+    return record.suite, str(Path(record.directory).resolve().parent) if record.directory else None
+
+
 @dataclass(frozen=True)
 class Prior:
     """(d0, s0^2) fitted from ``count`` stored variances of ``forks`` forks, ``df`` their degrees of freedom."""
@@ -68,9 +85,9 @@ class Prior:
 
 class History:
     """Stored variances of this machine, read once, lazily, from ``paths`` (None: the results root), the runs of
-    ``exclude`` (the sitting's own suites) left out."""
+    ``exclude`` (the judged sitting's own, :func:`sitting`) left out."""
 
-    def __init__(self, paths: Sequence[Path] | None, *, machine: tuple | None, exclude: Iterable[str] = ()):
+    def __init__(self, paths: Sequence[Path] | None, *, machine: tuple | None, exclude: Iterable[tuple] = ()):
         self.paths = paths
         self.machine = machine
         self.exclude = set(exclude)
@@ -94,7 +111,9 @@ class History:
                 self.skipped.append(str(exc).splitlines()[0])
                 continue
             self.skipped.extend(damaged)
-            found.extend(r for r in runs if r.suite not in self.exclude and machine(r) == self.machine)
+            # each sitting under its own name: the same comparison stored in two folders is two sittings
+            found.extend(dataclasses.replace(r, suite=" in ".join(map(str, sitting(r)))) for r in runs
+                         if sitting(r) not in self.exclude and machine(r) == self.machine)
         return found
 
     def prior(self, metric: str, paired: bool) -> Prior | None:

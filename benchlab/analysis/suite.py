@@ -261,7 +261,7 @@ class Suite:
         if self._history is None or self._history.paths != paths:
             named = Counter(m for m in map(history.machine, self.records) if m is not None)
             mine = named.most_common(1)[0][0] if named else None
-            self._history = history.History(paths, machine=mine, exclude={r.suite for r in self.records})
+            self._history = history.History(paths, machine=mine, exclude={history.sitting(r) for r in self.records})
         return self._history
 
     def table(self, metric: str = "rps", *, alpha: float = 0.05):
