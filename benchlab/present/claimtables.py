@@ -208,7 +208,7 @@ def count_points(count_runs: Mapping[str, pd.DataFrame], published: pd.DataFrame
     >>> count_points({"wrk": ran}, pub, [10], [50], [5], baseline="c")[0]["missing"]
     'wrk, 10 users x 5: the baseline c has no finished run, so no ratio: see the failed runs below'
     """
-    points = []
+    points: list[dict] = []
     for driver, runs in count_runs.items():
         if runs.empty:
             points.append({"driver": driver, "missing": f"every run of the count experiment with {driver} failed: "
