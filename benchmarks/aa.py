@@ -84,12 +84,17 @@ def round_rate(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1
     stays an A/A. ``places``: the names in their places in the round (the first always started first), which
     would show a fork's place if it mattered; a bootstrap of it would not be an A/A (a resample's rounds need
     not centre on 0), so it has no interval."""
-    chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
-    flip = np.zeros((splits, k), dtype=bool) if places else rng.random((splits, k)) < 0.5
-    a = np.where(flip, chosen[..., 1], chosen[..., 0]) * scale
-    b = np.where(flip, chosen[..., 0], chosen[..., 1])
+    a, b = _sides(rounds, k, splits, rng, scale=scale, places=places)
     low, high = pairs.ratio_interval(a, b, ALPHA)
     return float(np.mean(intervals.significant(pairs.p_value(a, b, ALPHA), low, high, ALPHA)))
+
+
+def _sides(rounds: np.ndarray, k: int, splits: int, rng, *, scale: float = 1.0, places: bool = False):
+    """(a, b), splits x k fork means: k random rounds a split, each round's two forks in a random order (unless
+    ``places``), side A multiplied by ``scale``."""
+    chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
+    flip = np.zeros((splits, k), dtype=bool) if places else rng.random((splits, k)) < 0.5
+    return np.where(flip, chosen[..., 1], chosen[..., 0]) * scale, np.where(flip, chosen[..., 0], chosen[..., 1])
 
 
 def borrowed_rate(rounds: np.ndarray, k: int, splits: int, rng, *, prior, scale: float = 1.0,
@@ -98,10 +103,7 @@ def borrowed_rate(rounds: np.ndarray, k: int, splits: int, rng, *, prior, scale:
     rounds with borrowing on: the moderated t with ``prior`` (d0, s0^2, the history's degrees of freedom) where
     :func:`benchlab.analysis.borrow.judge` borrows, else Welch's t on the forks apart, as ``compare()`` judges
     fewer than :func:`benchlab.analysis.pairs.reach` rounds without it. ``lent`` gets the share that borrowed."""
-    chosen = rounds[np.argsort(rng.random((splits, len(rounds))), axis=1)[:, :k]]
-    flip = rng.random((splits, k)) < 0.5
-    a = np.where(flip, chosen[..., 1], chosen[..., 0]) * scale
-    b = np.where(flip, chosen[..., 0], chosen[..., 1])
+    a, b = _sides(rounds, k, splits, rng, scale=scale)
     out = borrow.judge(np.log(np.stack([a, b], axis=-2)), 0, 1, prior, paired=True, alpha=ALPHA)
     used = out["borrowed"] & np.isfinite(out["low"]) & np.isfinite(out["high"])
     moderated = intervals.significant(out["p"], out["low"], out["high"], ALPHA)
@@ -112,10 +114,9 @@ def borrowed_rate(rounds: np.ndarray, k: int, splits: int, rng, *, prior, scale:
     return float(np.mean(np.where(used, moderated, welch)))
 
 
-def priors(paths: list[str], results: str) -> dict:
+def priors(paths: list[str], records) -> dict:
     """Per metric, the history's prior of a fork variance by round (:class:`benchlab.analysis.history.History`) for
-    the A/A's machine, its own sittings left out; None where the history holds fewer than 3 variances."""
-    records = benchlab.load(results).records
+    the machine of the A/A's ``records``, its own sitting left out; None where the history holds fewer than 3."""
     named = {history.machine(r) for r in records} - {None}
     found = history.History(history.folders(paths), machine=named.pop() if named else None,
                             exclude={history.sitting(r) for r in records})
@@ -215,7 +216,7 @@ def main() -> None:
         print("  " + suite.verdicts(metric)["verdict"].iloc[0])
     rng = np.random.default_rng(20261201)
     print()
-    lent_priors = priors(args.history, results) if args.history else {}
+    lent_priors = priors(args.history, suite.records) if args.history else {}
     budget_rounds = max(2, int(600 // round_seconds(suite.runs)))
     for metric in ("rps", "p99"):
         values = by_fork(suite.runs, metric)  # the rule is two-sided on the logs: a p99 slowdown is 1 + d
@@ -258,16 +259,12 @@ def _borrowing(paired: np.ndarray, prior, metric: str, splits: int, budget_round
     lent_prior = (prior.d0, prior.s02, prior.df)
     print(f"  with borrowing ({metric} prior from {prior.count} stored variances, {prior.forks} forks: d0 = "
           f"{prior.d0:.3g}, s0 = {np.sqrt(prior.s02):.2%}):")
-    for k in sorted({2, 3, 5, min(budget_rounds, len(paired))}):
-        if k > len(paired):
-            continue
+    if budget_rounds >= pairs.reach(ALPHA):  # compare() judges these by the signed rank, borrowing nothing
+        print(f"    a 10-minute budget buys {budget_rounds} rounds here: judged by the signed rank, as above")
+    judged = functools.partial(borrowed_rate, prior=lent_prior)
+    for k in sorted({2, 3, 5, budget_rounds} & set(range(2, min(len(paired) + 1, pairs.reach(ALPHA))))):
         lent: list = []
-        if k >= pairs.reach(ALPHA):  # compare() judges these by the signed rank and borrows nothing
-            judged, lent = round_rate, [0.0]
-            rate = round_rate(paired, k, splits, rng)
-        else:
-            judged = functools.partial(borrowed_rate, prior=lent_prior)
-            rate = borrowed_rate(paired, k, splits, rng, prior=lent_prior, lent=lent)
+        rate = borrowed_rate(paired, k, splits, rng, prior=lent_prior, lent=lent)
         low, high = bootstrap(paired, k, splits, rng, rate=judged)
         mde = detectable(paired, k, splits, rng, rate=judged)
         verdict = "met" if high <= GOAL else ("missed" if low > GOAL else "not decided")

@@ -14,7 +14,6 @@ round. Damaged stored runs are left out and named in :attr:`History.skipped`, ne
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -95,15 +94,17 @@ class History:
         self._variances: list[dict] | None = None
 
     def variances(self) -> list[dict]:
-        """``{"suite", "metric", "paired", "s2", "d", "forks"}`` per stored comparison, cell and metric."""
+        """``{"suite", "folder", "metric", "paired", "s2", "d", "forks"}`` per stored sitting, cell and metric."""
         if self._variances is None:
-            self._variances = [] if self.machine is None else _measured(self._records())
+            self._variances = [] if self.machine is None else [
+                {"suite": suite, "folder": folder, **found}
+                for (suite, folder), records in self._sittings().items() for found in _measured(records)]
         return self._variances
 
-    def _records(self) -> list[Run]:
+    def _sittings(self) -> dict[tuple, list[Run]]:
         from .. import home
 
-        found: list[Run] = []
+        found: dict[tuple, list[Run]] = {}
         for path in self.paths if self.paths is not None else (home.results_dir(),):
             try:
                 runs, damaged = scan(path)
@@ -111,9 +112,10 @@ class History:
                 self.skipped.append(str(exc).splitlines()[0])
                 continue
             self.skipped.extend(damaged)
-            # each sitting under its own name: the same comparison stored in two folders is two sittings
-            found.extend(dataclasses.replace(r, suite=" in ".join(map(str, sitting(r)))) for r in runs
-                         if sitting(r) not in self.exclude and machine(r) == self.machine)
+            for record in runs:
+                key = sitting(record)
+                if key not in self.exclude and machine(record) == self.machine:
+                    found.setdefault(key, []).append(record)
         return found
 
     def prior(self, metric: str, paired: bool) -> Prior | None:
@@ -127,19 +129,18 @@ class History:
 
 
 def _measured(records: list[Run], metrics: Sequence[str] = ("rps", "p50", "p99")) -> list[dict]:
-    if not records:
-        return []
+    """One sitting's ``{"metric", "paired", "s2", "d", "forks"}`` per cell and metric."""
     clean, _ = usable(frame(records))  # the one rule: a flagged window is in no prior either
+    if clean.empty:
+        return []
     found = []
-    for suite, runs in clean.groupby("suite", sort=False):
-        _, groups = cells.group(cells.forks(runs))
-        for _, group in groups:
-            for metric in metrics:
-                shape = sittings.layout(group, metric)
-                if shape is None:
-                    continue
-                s2, d = sittings.variance(shape)
-                if d > 0 and math.isfinite(s2) and s2 > 0:
-                    found.append({"suite": suite, "metric": metric, "paired": shape.paired, "s2": s2, "d": d,
-                                  "forks": shape.forks})
+    _, groups = cells.group(cells.forks(clean))
+    for _, group in groups:
+        for metric in metrics:
+            shape = sittings.layout(group, metric)
+            if shape is None:
+                continue
+            s2, d = sittings.variance(shape)
+            if d > 0 and math.isfinite(s2) and s2 > 0:
+                found.append({"metric": metric, "paired": shape.paired, "s2": s2, "d": d, "forks": shape.forks})
     return found

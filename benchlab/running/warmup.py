@@ -13,7 +13,7 @@ minutes; TechEmpower's toolset primes too), then warms it at the run's own load 
    (a late compile or an invalidation now and then); 0.05 sits between them: at most 0.75 s of compile in
    15 s, which can cost the measurement no more than about 5% of the server's core.
 2. **throughput has a steady state**: the change points of the slice series
-   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`JIT_STEADY_WINDOW` seconds,
+   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`QUIET_WINDOW` seconds (the same),
    and those seconds show no significant upward trend. The compiler's quiet says what a long segment would
    otherwise have to: that no JIT step is still to come. A server judged on throughput alone needs
    :data:`STEADY_WINDOW` seconds, long enough to see such a step.
@@ -55,7 +55,6 @@ PRIME_QUIET = SLICE
 #: (``benchmarks/warmup_protocols.py --later``) shows what a fork measures as soon as these call it warm.
 QUIET_WINDOW = 15.0
 QUIET_SHARE = 0.05
-JIT_STEADY_WINDOW = QUIET_WINDOW
 #: The steady segment of a server judged on throughput alone (no JVM counters): long enough to see a JIT step.
 STEADY_WINDOW = 30.0
 #: The fewest slices from which a server without JVM counters can be called flat: two segments of the change
@@ -133,7 +132,7 @@ def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIE
     """
     rps = [s.get("rps") or 0.0 for s in slices]
     quiet = jit_quiet([origin, *slices] if origin else slices, share=share)
-    steady_slices = _slices(STEADY_WINDOW if quiet is None else JIT_STEADY_WINDOW)
+    steady_slices = _slices(STEADY_WINDOW if quiet is None else QUIET_WINDOW)  # counted JIT: the quiet window
     kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
     settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
                and not changepoints.rising(rps[-steady_slices:]))
