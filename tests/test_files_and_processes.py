@@ -105,3 +105,25 @@ def test_batch_parameters_that_are_not_a_mapping_are_refused_in_one_line(tmp_pat
     (tmp_path / "b.yaml").write_text(text)
     with pytest.raises(UsageError, match=re.escape(says)):
         report.read_batch(tmp_path / "b.yaml")
+
+
+def test_a_server_tree_cpu_time_is_read_finer_than_a_clock_tick():
+    """A window's cost is the difference of two readings; in 10 ms ticks two forks often cost the same, so the
+    interval on CPU per request had no spread to scale by. A child that ends its busy threads keeps their time."""
+    from benchlab.running.monitor import ProcessProbe
+
+    code = ("import threading, time\n"
+            "def spin():\n    end = time.thread_time() + 0.123\n    while time.thread_time() < end: pass\n"
+            "threads = [threading.Thread(target=spin) for _ in range(2)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\nprint('done', flush=True); time.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "done\n"
+        probe = ProcessProbe(child.pid)
+        spent = probe.cpu_seconds()
+        ticks = spent * os.sysconf("SC_CLK_TCK")
+        assert spent >= 0.246 and abs(ticks - round(ticks)) > 1e-6, spent  # the ended threads' time, in ns steps
+        assert probe.cpu_seconds() == pytest.approx(spent, abs=0.005)  # idle: the same reading again
+    finally:
+        child.kill()
+        child.wait()

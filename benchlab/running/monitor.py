@@ -37,6 +37,19 @@ class Sample:
         return (self.t, self.role, self.cpu, self.rss, self.io)
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """A process's CPU time so far, all its threads, in nanosecond steps: Linux's CPU clock of the process
+    (``clock_getcpuclockid``: ``~pid << 3 | CPUCLOCK_SCHED``). None where there is no such clock or the process is gone.
+
+    >>> import os; process_cpu_seconds(os.getpid()) > 0
+    True
+    """
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)
+    except (OSError, OverflowError, AttributeError):  # not Linux, or the process has ended
+        return None
+
+
 class ProcessProbe:
     """CPU%, RSS and bytes read (``io="read"``) or written (``io="write"``) of a process and its children,
     through psutil."""
@@ -66,16 +79,22 @@ class ProcessProbe:
     def cpu_seconds(self) -> float | None:
         """The CPU time the process and its children have used so far, user and system, in seconds (None: gone).
 
-        Exact where the sampled ``cpu`` is an estimate: the kernel's own count of clock ticks, read in one go, so the
-        CPU time over a window is the difference of two readings. A child that ended in between takes its time
-        with it, which a server's tree (a JVM, nginx's workers) does not do under load."""
+        Exact where the sampled ``cpu`` is an estimate: each process's own CPU clock in nanoseconds (its threads,
+        ended ones too), so the CPU time over a window is the difference of two readings. The clock ticks psutil
+        reads (10 ms) are the fallback: at 3,000 req/s a 3 s window cost a Spring server 0.39-0.85 s here, 39-85
+        ticks, and in one CI run two forks' means came out equal to the tick, which left the cost no interval. A
+        child that ended in between takes its time with it, which a server's tree (a JVM, nginx's workers) does not
+        do under load."""
         used, seen = 0.0, False
         for proc in self._processes():
-            try:
-                times = proc.cpu_times()
-            except self._psutil.Error:
-                continue
-            used += times.user + times.system
+            spent = process_cpu_seconds(proc.pid)
+            if spent is None:
+                try:
+                    times = proc.cpu_times()
+                except self._psutil.Error:
+                    continue
+                spent = times.user + times.system
+            used += spent
             seen = True
         return used if seen else None
 
