@@ -121,6 +121,11 @@ def lab(jars, tmp_path_factory):
     news = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text(json.dumps({"fetchNews": "false"}))
+    # every cell attached, in view or not: JupyterLab 4.6 and Notebook 7 attach a cell out of view when the browser
+    # is idle (windowing "contentVisibility"), and a chart's count then hangs on the page's height and idle time
+    tracker = home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
     log = (folder / "jupyterlab.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
@@ -183,7 +188,7 @@ class Notebook:
         self.page.on("pageerror", lambda exc: self.logged.append(f"page error: {exc}"))
         self.page.route("**/*", self._only_loopback)
         if ui == "notebook7":  # Notebook 7's own page for one notebook, as `jupyter notebook` opens it
-            # tall enough for every cell: Notebook 7 attaches only the cells in view
+            # tall: every chart in view as it draws, as a person scrolling would bring it
             self.page.set_viewport_size({"width": 1400, "height": 12_000})
             self.page.goto(f"{base}/notebooks/{name}?token={token}", wait_until="domcontentloaded")
             self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
@@ -310,8 +315,14 @@ def test_compare_notebook_runs_all_with_one_bar_and_interactive_charts(lab, brow
     notebook.page.close()
     # the saved notebook, opened in Notebook 7: its charts drawn from the file, interactive, with no cell run
     saved = Notebook(browser, lab, "compare.ipynb", ui="notebook7")
-    saved.page.wait_for_function("() => document.querySelectorAll('.jp-RenderedVegaCommon5 svg.marks').length >= 5",
-                                 timeout=60_000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        saved.page.wait_for_function("() => document.querySelectorAll('.jp-RenderedVegaCommon5 svg.marks').length "
+                                     ">= 5", timeout=60_000)
+    except PlaywrightTimeout:
+        found.append(f"Notebook 7 drew {saved.count('.jp-RenderedVegaCommon5 svg.marks')} of the 5 charts in 60 s, "
+                     f"{saved.count('.jp-Cell')} cells attached")
     # Notebook 7.6.5's own page logs two errors from its start-up code (a setting read before its schema, a file
     # browser command its page lacks), not from any output: not counted; any other is
     saved.logged = [line for line in saved.logged if not line.endswith((
