@@ -148,16 +148,41 @@ def to_hdr(histogram: Histogram, *, unit: str = "us", digits: int = DIGITS):
 
 def from_hdr(hdr, *, unit: str = "us", source: str = "") -> Histogram:
     """An ``hdrh`` HdrHistogram of whole ``unit`` in benchlab's buckets: each of its buckets at the value its
-    percentiles report (the highest equivalent value); the min its lowest equivalent value, the sum from
-    HdrHistogram's mean."""
+    percentiles report (the highest equivalent value); the min its lowest equivalent value, the sum from each
+    bucket's median equivalent value, as HdrHistogram's mean takes it."""
     unit_s = check(unit)
-    pairs = [(item.value_iterated_to, item.count_at_value_iterated_to) for item in hdr.get_recorded_iterator()]
-    if not pairs:
+    lows, highs, times = _recorded(hdr)
+    if not times:
         return Histogram(counts={}, source=source)
-    values = np.array([v for v, _ in pairs], dtype=float) * unit_s
-    histogram = Histogram.of_counts(values, [c for _, c in pairs], source=source)
-    return replace(histogram, min=hdr.get_lowest_equivalent_value(pairs[0][0]) * unit_s,
-                   total=hdr.get_mean_value() * hdr.get_total_count() * unit_s)
+    histogram = Histogram.of_counts(np.array(highs, dtype=float) * unit_s, times, source=source)
+    total = sum(middle * n for middle, n in zip(_middles(lows, highs), times))
+    return replace(histogram, min=lows[0] * unit_s, total=total * unit_s)
+
+
+def stdev(hdr) -> float:
+    """HdrHistogram's standard deviation (each count at its bucket's median equivalent value), in its own unit."""
+    lows, highs, times = _recorded(hdr)
+    if not times:
+        return 0.0
+    middles = np.array(_middles(lows, highs), dtype=float)
+    weights = np.array(times, dtype=float)
+    mean = float((middles * weights).sum() / weights.sum())
+    return math.sqrt(float((weights * (middles - mean) ** 2).sum() / weights.sum()))
+
+
+def _recorded(hdr) -> tuple[list[int], list[int], list[int]]:
+    """The lowest and highest equivalent value and the count of each bucket that holds a count. hdrh's own
+    iterator, mean and standard deviation walk every bucket up to the largest value in Python: seconds for one
+    log of a wide range, where its buckets with a count are a few thousand at most."""
+    counts = np.ctypeslib.as_array(hdr.counts)[:hdr.counts_len]
+    found = np.flatnonzero(counts)
+    lows = [hdr.get_value_from_index(int(i)) for i in found]
+    return lows, [hdr.get_highest_equivalent_value(low) for low in lows], counts[found].tolist()
+
+
+def _middles(lows: list[int], highs: list[int]) -> list[int]:
+    """Each bucket's median equivalent value, as HdrHistogram takes it: its lowest plus half its width."""
+    return [low + ((high - low + 1) >> 1) for low, high in zip(lows, highs)]
 
 
 def written(windows: Sequence[Window], *, unit: str = "us", digits: int = DIGITS, notes: Iterable[str] = ()) -> str:
@@ -233,7 +258,7 @@ def read(path: str | Path, *, unit: str = "us", tag: str | None = None) -> Log:
     absolute = start >= _EPOCH_PLAUSIBLE
     return Log(histogram=histogram, intervals=len(intervals), covered=_union(spans),
                start=start if absolute else None, end=end if absolute else None,
-               digits=int(merged.significant_figures), stdev=merged.get_stddev() * unit_s, raw=raw)
+               digits=int(merged.significant_figures), stdev=stdev(merged) * unit_s, raw=raw)
 
 
 def _raw(path) -> bytes:
