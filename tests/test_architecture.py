@@ -6,6 +6,7 @@ These read the source with ``ast``; nothing is imported, so they are fast and ne
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,18 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's tree, parsed once for all the checks (each walk of the whole package cost 0.2 s)."""
+    return ast.parse(path.read_text())
+
+
 def imports(name: str) -> set[str]:
     """The benchlab modules ``name`` imports, at any level (function-level imports included)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -178,7 +185,7 @@ def long_functions() -> dict[str, int]:
     ``def`` line to its last line, docstring included; a method is named ``Class.method``."""
     found = {}
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         for parent in ast.walk(tree):
             for node in ast.iter_child_nodes(parent):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -194,7 +201,7 @@ def test_no_function_is_over_60_lines():
     over = {where: lines for where, lines in found.items() if where not in EXCEPTIONS}
     listed = ", ".join(f"{where} ({lines})" for where, lines in sorted(over.items()))
     assert not over, f"over {MAX_FUNCTION_LINES} lines: {listed}; split each into helpers that do one job"
-    tree = ast.parse(MODULES["benchlab.api"].read_text())
+    tree = parsed(MODULES["benchlab.api"])
     compare = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compare")
     assert compare.end_lineno - compare.body[0].end_lineno <= MAX_FUNCTION_LINES, "compare's code, past its docstring"
     stale = set(EXCEPTIONS) - set(found)
@@ -239,7 +246,7 @@ def test_the_vocabulary_is_written_once():
     for name, path in MODULES.items():
         if name == "benchlab.schema":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             value = literal(node)
             if value is None:
                 continue
@@ -309,7 +316,7 @@ def prints(tree: ast.AST) -> list[int]:
 
 
 def test_the_library_speaks_through_its_caller():
-    found = {name: prints(ast.parse(path.read_text())) for name, path in MODULES.items() if name not in WRITERS}
+    found = {name: prints(parsed(path)) for name, path in MODULES.items() if name not in WRITERS}
     found = {name: lines for name, lines in found.items() if lines}
     wrong = [f"{name}:{line}" for name, lines in sorted(found.items()) if name not in PRINTS for line in lines]
     assert not wrong, ("print() in library code: " + ", ".join(wrong) + "; log it (logging.getLogger(__name__)) "
@@ -327,8 +334,10 @@ def test_the_print_scan_finds_a_print_and_not_a_doctest():
 BROAD = {"Exception", "BaseException"}
 
 
+@functools.cache
 def comments(source: str) -> dict[int, str]:
-    """``{line: comment}`` of every comment in ``source`` (a ``#`` inside a string is not one)."""
+    """``{line: comment}`` of every comment in ``source`` (a ``#`` inside a string is not one); tokenized once a
+    module, for the two checks that read comments."""
     import io
     import tokenize
 
@@ -462,7 +471,7 @@ def test_past_the_options_object_no_flat_option_is_read():
     names = option_names()
     checked = {}
     for name in ENTRY & set(MODULES):
-        for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        for node in ast.walk(parsed(MODULES[name])):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 line, wrong = flat_reads_after_the_object(node, names)
                 if line is not None:
@@ -540,7 +549,7 @@ def glossary_names(module: str, tree: ast.AST) -> set[str]:
 
 
 def test_a_glossary_word_names_only_what_the_glossary_says_or_is_listed():
-    found = set().union(*(glossary_names(name, ast.parse(path.read_text())) for name, path in MODULES.items()))
+    found = set().union(*(glossary_names(name, parsed(path)) for name, path in MODULES.items()))
     new = sorted(found - set(MEANINGS))
     assert not new, (f"named by a glossary word ({', '.join(GLOSSARY)}): {', '.join(new)}; if it means what "
                      "docs/architecture.md's Words say, list it in MEANINGS; if not, name it after what it is")
@@ -594,7 +603,7 @@ def test_below_the_doors_options_travel_as_one_object():
     found: dict[str, list[str]] = {}
     for name, path in MODULES.items():
         if name not in DOORS:
-            found.update(option_parameters(name, ast.parse(path.read_text()), names))
+            found.update(option_parameters(name, parsed(path), names))
     wrong = [f"{where}({', '.join(taken)})" for where, taken in sorted(found.items()) if where not in OPTION_PARAMETERS]
     assert not wrong, (f"options taken one by one below the doors (more than {MAX_OPTION_PARAMETERS}): "
                        + "; ".join(wrong) + "; take the Comparison, RunOptions or RunSpec that holds them, or list "

@@ -47,16 +47,16 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
 
 def test_a_run_waits_for_cores_another_process_holds_and_says_so_once(tmp_path):
     child = _hold(f"from benchlab.store import locks; c = locks.cores({FAR_CORES[1:]!r}); c.__enter__(); "
-                  "print('held', flush=True); import time; time.sleep(1.0)")
+                  "print('held', flush=True); import time; time.sleep(0.5)")
     said = []
     try:
         with locks.cores(FAR_CORES, poll=0.05, echo=said.append) as waited:
-            pass  # taken once the other process ended (its 1 s sleep), not before
+            pass  # taken once the other process ended (its 0.5 s sleep), not before
     finally:
         child.kill()
         child.wait()
     assert said == [f"benchlab: waiting for cores {FAR_CORES[1]} held by PID {child.pid}"]
-    assert waited > 0.5
+    assert waited > 0.25
     with locks.cores(FAR_CORES, echo=said.append) as waited:  # free now: no wait, nothing said
         assert waited < 0.5 and len(said) == 1
 

@@ -61,11 +61,12 @@ def test_the_reader_agrees_with_jcmd_on_compile_time_and_gc_counts(tmp_path, jar
     assert 0.05 < after["jit_cpu_s"] <= after["compile_s"] + 5.0, (after["jit_cpu_s"], after["compile_s"])
 
 
-# A process whose threads call themselves what HotSpot's do: a compiler thread that spins for 0.3 s of CPU, idles,
-# and ends when told (as HotSpot stops an idle extra compiler thread), one that sleeps, and a request thread that
-# spins for 0.5 s and is no compiler.
+# A process whose threads call themselves what HotSpot's do: a compiler thread that spins for 0.6 x its argument in
+# CPU seconds, idles, and ends when told (as HotSpot stops an idle extra compiler thread), one that sleeps, and a
+# request thread that spins for its argument and is no compiler.
 _NAMED_THREADS = r"""
 import ctypes, sys, threading, time
+SPUN = float(sys.argv[1])
 libc = ctypes.CDLL(None)
 end = threading.Event()
 def named(name, work):
@@ -77,9 +78,9 @@ def spin(seconds):
     stop = time.thread_time() + seconds
     while time.thread_time() < stop:
         pass
-compiler = named("C2 CompilerThre", lambda: (spin(0.3), end.wait()))
+compiler = named("C2 CompilerThre", lambda: (spin(SPUN * 0.6), end.wait()))
 idle = named("C1 CompilerThre", lambda: end.wait())
-request = named("qtp-1", lambda: spin(0.5))
+request = named("qtp-1", lambda: spin(SPUN))
 for t in (compiler, idle, request): t.start()
 request.join(); time.sleep(0.1)
 print("spun", flush=True)
@@ -90,8 +91,8 @@ time.sleep(30)
 
 
 def test_the_compiler_threads_cpu_is_what_the_kernel_counts_for_them_by_name():
-    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS, "0.25"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
     try:
         compilers = perfdata.CompilerThreads(child.pid)
         assert child.stdout.readline().strip() == "spun"
@@ -103,7 +104,7 @@ def test_the_compiler_threads_cpu_is_what_the_kernel_counts_for_them_by_name():
     finally:
         child.kill()
         child.wait()
-    assert 0.28 <= spun <= 0.4, f"{spun:.3f} s: the spinning compiler thread's 0.3 s, not the request thread's 0.5"
+    assert 0.14 <= spun <= 0.2, f"{spun:.3f} s: the spinning compiler thread's 0.15 s, not the request thread's 0.25"
     assert ended >= spun, "a compiler thread that ended keeps what it used in the total"
     assert compilers.seconds() is None, "the process is gone"
 
@@ -111,8 +112,8 @@ def test_the_compiler_threads_cpu_is_what_the_kernel_counts_for_them_by_name():
 def test_jit_first_favours_the_compiler_threads_alone_and_puts_them_back():
     from benchlab.running import warming
 
-    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS, "0"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)  # names alone: no thread needs to spin
     try:
         assert child.stdout.readline().strip() == "spun"
         tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
