@@ -22,7 +22,8 @@ SERVERS = ["spring-tomcat", "spring-jetty", "spring-undertow"]
 def test_three_servers_two_repeats(jars, tmp_path, no_jvm_left):
     suite = benchlab.compare(SERVERS, ["hello"], [16], repeats=2, duration="2s", warmup="1s", results_dir=tmp_path,
                              progress=False)
-    runs = suite.runs
+    # a window disturbed by anything else on the machine is kept as "retaken" and measured again: not counted here
+    runs = suite.runs[suite.runs["status"] != "retaken"]
     assert len(runs) == 6 and (runs["status"] == "ok").all() and (runs["rps"] > 0).all()
     # interleaved: every server once per repeat, in the same order each time
     order = runs.sort_values("started_at")[["server", "repeat"]].values.tolist()
@@ -41,12 +42,12 @@ def test_three_servers_two_repeats(jars, tmp_path, no_jvm_left):
     table = suite.table("rps")
     assert list(table.index) == SERVERS and list(table.columns[:3]) == ["fork 1", "fork 2", "mean"]
     assert set(suite.samples["role"]) == {"server", "load", "benchlab"}  # benchlab: its own process
-    assert len(list(tmp_path.glob("*/run.json"))) == 6
+    assert len(kept(tmp_path)) == 6
     again = benchlab.load(tmp_path)
-    assert sorted(again.runs["id"]) == sorted(runs["id"])
+    assert sorted(again.runs["id"]) == sorted(suite.runs["id"])
     shown = subprocess.run([sys.executable, "-m", "benchlab", "show", str(tmp_path)], capture_output=True, text=True,
                            timeout=120)
-    assert shown.returncode == 0 and "per-run requests/s" in shown.stdout and " vs spring-tomcat" in shown.stdout
+    assert shown.returncode == 0 and "per-fork requests/s" in shown.stdout and " vs spring-tomcat" in shown.stdout
 
 
 COMPARE = """
