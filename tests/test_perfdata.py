@@ -179,7 +179,7 @@ def test_a_jvm_that_keeps_compiling_is_never_called_warm(tmp_path, no_jvm_left):
     finally:
         jvm.close()
         instance.stop()
-    slices = [s for s in warmed["slices"] if s["t"] >= warmed["slices"][-1]["t"] - warmup.QUIET_WINDOW - 1]
+    slices = [s for s in warmed["slices"] if s["t"] >= warmed["slices"][-1]["t"] - warmup.QUIET_SPAN - 1]
     busy = (slices[-1]["compile_s"] - slices[0]["compile_s"]) / (slices[-1]["t"] - slices[0]["t"])
     assert busy > warmup.QUIET_SHARE, f"the JIT compiled {busy:.2f} s a second over the last window: it was busy"
     assert all(s["rps"] > 0 for s in warmed["slices"]), "the server answered throughout"

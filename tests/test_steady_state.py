@@ -63,8 +63,8 @@ def test_a_server_slow_to_warm_is_warmed_until_steady(tmp_path):
     # The server turns fast 12 s after its start, not after the warm-up's start: the wait for it to answer
     # comes first, and one slice may straddle the change. So count slices, not seconds since the start.
     slow = [i for i, r in enumerate(rps) if r < 0.5 * rps[-1]]
-    assert slow and max(slow) < len(rps) - warmup.STEADY_WINDOW / warmup.SLICE, "a steady 30 s after the change"
-    assert curve["seconds"] >= (len(slow) * warmup.SLICE + warmup.STEADY_WINDOW) * 0.99
+    assert slow and max(slow) < len(rps) - warmup.STEADY_SPAN / warmup.SLICE, "a steady 30 s after the change"
+    assert curve["seconds"] >= (len(slow) * warmup.SLICE + warmup.STEADY_SPAN) * 0.99
     assert run.metrics["warmup_s"] == curve["seconds"]
     assert all(s["p99"] > 0 for s in curve["slices"])
     assert run.metrics["rps"] > 0.8 * rps[-1], "the measurement came after the change"

@@ -58,7 +58,7 @@ def test_a_plateau_while_the_jit_compiles_is_not_warm():
     origin = {"t": 0.0, "compile_s": 25.0}
     calls = [warmup.judge(slices[:i], origin=origin)["warm"] for i in range(1, len(slices) + 1)]
     first = calls.index(True)
-    assert slices[first]["t"] >= 80.0 + warmup.QUIET_WINDOW, "no call before the compiler was quiet a whole window"
+    assert slices[first]["t"] >= 80.0 + warmup.QUIET_SPAN, "no call before the compiler was quiet a whole window"
     assert all(not warm for warm, s in zip(calls, slices) if s["t"] <= 80.0), "every slice while compiling: not warm"
     # The same series without counters: the throughput rule alone is fooled by nothing here either, since
     # the plateau ends in a step; but it says it judged throughput only.
@@ -78,7 +78,7 @@ def test_jit_quiet_and_the_time_it_went_quiet():
     assert warmup.jit_quiet(busy) is False
     quiet = busy + [{"t": 45.0 + 5.0 * i, "compile_s": 45.0 + 0.1 * i} for i in range(1, 10)]
     assert warmup.jit_quiet(quiet) is True
-    assert warmup.quiet_since(quiet) == 45.0 + warmup.QUIET_WINDOW, \
+    assert warmup.quiet_since(quiet) == 45.0 + warmup.QUIET_SPAN, \
         "the end of the first whole quiet window after the last compile burst"
     assert warmup.quiet_since([{"t": 5.0, "rps": 1.0}]) is None, "no counters, no time"
 

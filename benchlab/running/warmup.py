@@ -6,17 +6,17 @@ its JIT added 5 s of compile time every 5 s, and 14-22k once it was quiet. So ``
 first *primes* the JVM at that light load (200 request threads runnable beside the JIT's two kept it compiling for
 minutes; TechEmpower's toolset primes too), then warms it at the run's own load until both hold there:
 
-1. **the compiler is quiet**: over the last :data:`QUIET_WINDOW` seconds the JIT's compile time grew by
+1. **the compiler is quiet**: over the last :data:`QUIET_SPAN` seconds the JIT's compile time grew by
    at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves, 5 s
    slices), a compiling JVM adds 0.6-2.0 s of compile time per second of wall time, a JVM finishing adds
    0.05-0.6 in bursts, and a warm one 0.00-0.01
    (a late compile or an invalidation now and then); 0.05 sits between them: at most 0.75 s of compile in
    15 s, which can cost the measurement no more than about 5% of the server's core.
 2. **throughput has a steady state**: the change points of the slice series
-   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`QUIET_WINDOW` seconds (the same),
+   (:mod:`benchlab.analysis.changepoints`) leave a last segment of at least :data:`QUIET_SPAN` seconds (the same),
    and those seconds show no significant upward trend. The compiler's quiet says what a long segment would
    otherwise have to: that no JIT step is still to come. A server judged on throughput alone needs
-   :data:`STEADY_WINDOW` seconds, long enough to see such a step.
+   :data:`STEADY_SPAN` seconds, long enough to see such a step.
 
 A server with no JVM counters (not a JVM, or a JVM without perfdata) is judged on throughput alone, and
 its warm-up says so (``"rule": "throughput"``). One that is flat from its first slice is warm sooner
@@ -48,15 +48,15 @@ LIMIT = 360.0
 PRIME_CONNECTIONS = 16
 PRIME_LIMIT = 150.0
 #: Priming ends at the first quiet slice: the bulk of the compiling is done, and the rule proper is judged under the
-#: run's own load (a whole quiet window here too cost forks at 64 connections 10-15 s more).
+#: run's own load (a whole quiet span here too cost forks at 64 connections 10-15 s more).
 PRIME_QUIET = SLICE
-#: The compiler's quiet window and the steady segment of a JVM whose compile time is counted: the same 15 s, so every
+#: The compiler's quiet span and the steady segment of a JVM whose compile time is counted: the same 15 s, so every
 #: slice that shows throughput steady was served by a quiet compiler. They were 20 s and 30 s; docs/warm-up.md
 #: (``benchmarks/warmup_protocols.py --later``) shows what a fork measures as soon as these call it warm.
-QUIET_WINDOW = 15.0
+QUIET_SPAN = 15.0
 QUIET_SHARE = 0.05
 #: The steady segment of a server judged on throughput alone (no JVM counters): long enough to see a JIT step.
-STEADY_WINDOW = 30.0
+STEADY_SPAN = 30.0
 #: The fewest slices from which a server without JVM counters can be called flat: two segments of the change
 #: points' shortest (changepoints.MIN_SEGMENT) each, the fewest in which a step can show.
 NATIVE_SLICES = 2 * changepoints.MIN_SEGMENT
@@ -69,10 +69,10 @@ def _slices(seconds: float) -> int:
     return max(2, int(round(seconds / SLICE)))
 
 
-def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE,
+def jit_quiet(slices: list[dict], *, span: float = QUIET_SPAN, share: float = QUIET_SHARE,
               key: str = "compile_s") -> bool | None:
     """Whether the compile time in ``slices`` (``{"t", "compile_s"}`` each) grew by at most ``share`` of
-    the wall time over the last ``window`` seconds; None when the slices carry no compile time. ``key``
+    the wall time over the last ``span`` seconds; None when the slices carry no compile time. ``key``
     ``"jit_cpu_s"`` asks the same of the compiler threads' CPU time instead (what the JIT took from the core).
 
     >>> jit_quiet([{"t": 5.0 * i, "compile_s": 30.0 + 0.05 * i} for i in range(1, 8)])
@@ -84,21 +84,21 @@ def jit_quiet(slices: list[dict], *, window: float = QUIET_WINDOW, share: float 
     if not known:
         return None
     end = known[-1]["t"]
-    before = [s for s in known if s["t"] <= end - window + 1e-9]
+    before = [s for s in known if s["t"] <= end - span + 1e-9]
     if not before:
-        return False  # not yet a whole window of counters
+        return False  # not yet a whole span of counters
     start = before[-1]
     return (known[-1][key] - start[key]) <= share * (end - start["t"])
 
 
-def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: float = QUIET_SHARE,
+def quiet_since(slices: list[dict], *, span: float = QUIET_SPAN, share: float = QUIET_SHARE,
                 key: str = "compile_s") -> float | None:
-    """The time the JIT went quiet for good: the first slice ending a quiet window (:func:`jit_quiet`) from
+    """The time the JIT went quiet for good: the first slice ending a quiet span (:func:`jit_quiet`) from
     which on the compiler used at most ``share`` of the wall time to the end of ``slices``; None if it
     never did (or nothing was counted).
 
     "For good" is on average: a warm JVM still compiles now and then (measured here: a burst of 0.6-1.7 s
-    every 30-60 s after Jetty's main compilation), which no window rule should take for a warm-up that
+    every 30-60 s after Jetty's main compilation), which no look-back rule should take for a warm-up that
     has not ended.
 
     >>> curve = [{"t": 5.0 * i, "compile_s": min(4.0 * i, 40.0)} for i in range(1, 20)]
@@ -111,7 +111,7 @@ def quiet_since(slices: list[dict], *, window: float = QUIET_WINDOW, share: floa
     end = known[-1]
     for i in range(1, len(known) + 1):
         here = known[i - 1]
-        if not jit_quiet(known[:i], window=window, share=share, key=key):
+        if not jit_quiet(known[:i], span=span, share=share, key=key):
             continue
         rest = end["t"] - here["t"]
         if rest <= 0 or end[key] - here[key] <= share * rest:
@@ -132,7 +132,7 @@ def judge(slices: list[dict], *, origin: dict | None = None, share: float = QUIE
     """
     rps = [s.get("rps") or 0.0 for s in slices]
     quiet = jit_quiet([origin, *slices] if origin else slices, share=share)
-    steady_slices = _slices(STEADY_WINDOW if quiet is None else QUIET_WINDOW)  # counted JIT: the quiet window
+    steady_slices = _slices(STEADY_SPAN if quiet is None else QUIET_SPAN)  # counted JIT: the quiet span
     kind, _ = changepoints.classify(rps, steady_slices=steady_slices) if rps else (changepoints.NO_STEADY_STATE, [])
     settled = (len(rps) >= steady_slices and min(rps[-steady_slices:]) > 0 and kind != changepoints.NO_STEADY_STATE
                and not changepoints.rising(rps[-steady_slices:]))
@@ -255,11 +255,11 @@ def _slice(url: str, scenario, slice_load: Load, phase: str, *, began: float, cp
 
 
 #: A fork that sat idle while others warmed (``interleave="windows"``) is resumed: slices of its own load until
-#: its compiler has been quiet over :data:`RESUME_WINDOW` seconds, for at most :data:`RESUME_LIMIT`. Measured
-#: here, four Jetty forks that waited 1.5-5 min compiled 0.9-1.8 s in their first 5 s window back under load, the
+#: its compiler has been quiet over :data:`RESUME_SPAN` seconds, for at most :data:`RESUME_LIMIT`. Measured
+#: here, four Jetty forks that waited 1.5-5 min compiled 0.9-1.8 s in their first 5 s back under load, the
 #: one that had not waited nothing, and all of them little from their second window on; forks that waited 25-40 s
 #: compiled 0.0-0.1 s in their first 5 s back, which one quiet slice now ends.
-RESUME_WINDOW = 5.0
+RESUME_SPAN = 5.0
 RESUME_LIMIT = 60.0
 
 
@@ -268,7 +268,7 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
     """Bring a warmed server that sat idle back to its run's load: ``{"seconds", "quiet", "slices"}``.
 
     A fixed warm-up resumes for its own time, one slice at most (its threads come back; nothing is judged;
-    none for no warm-up); ``auto`` with slices until the JIT was quiet over the last :data:`RESUME_WINDOW` s
+    none for no warm-up); ``auto`` with slices until the JIT was quiet over the last :data:`RESUME_SPAN` s
     (``quiet`` True), or ``limit`` (False); a server without counters, one slice (``quiet`` None).
     """
     began = time.monotonic()
@@ -279,12 +279,12 @@ def resume(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None, 
     with warming.Room(load.warming if load.warmup == AUTO else "shared", perfdata) as one:
         slices = [one(lambda: _slice(url, scenario, _warming_load(load, first), "resume", began=began, cpus=cpus,
                                      workdir=workdir, runner=runner, perfdata=perfdata, on_slice=on_slice))]
-        quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], window=RESUME_WINDOW)
+        quiet = None if load.warmup != AUTO or perfdata is None else jit_quiet([origin, *slices], span=RESUME_SPAN)
         while quiet is False and time.monotonic() - began < limit:
             slices.append(one(lambda: _slice(url, scenario, _warming_load(load, SLICE), "resume", began=began,
                                              cpus=cpus, workdir=workdir, runner=runner, perfdata=perfdata,
                                              on_slice=on_slice)))
-            quiet = jit_quiet([origin, *slices], window=RESUME_WINDOW)
+            quiet = jit_quiet([origin, *slices], span=RESUME_SPAN)
     return {"seconds": time.monotonic() - began, "quiet": quiet, "slices": slices}
 
 
@@ -331,7 +331,7 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
         if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
             while time.monotonic() - began < min(PRIME_LIMIT, limit):
                 slices.append(one("prime", prime))
-                if jit_quiet([start, *slices], window=PRIME_QUIET):
+                if jit_quiet([start, *slices], span=PRIME_QUIET):
                     break
         primed = slices[-1]["t"] if slices else None
         origin = slices[-1] if slices else start  # the counters as the run's own load begins
