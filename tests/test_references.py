@@ -48,7 +48,7 @@ def test_a_reference_takes_no_jvm_option_and_no_setting(name):
 
 
 def test_nginx_is_configured_for_the_fork_in_its_folder():
-    text = natives.nginx_config(port=18080, host="127.0.0.1", workers=3, folder="/runs/a b/", echo_module="/m/e.so")
+    text = natives.nginx_config(port=18080, address="127.0.0.1", workers=3, folder="/runs/a b/", echo_module="/m/e.so")
     assert "worker_processes 3;" in text and "listen 127.0.0.1:18080;" in text and "daemon off;" in text
     assert 'pid "/runs/a b/nginx.pid";' in text and "access_log off;" in text and 'load_module "/m/e.so";' in text
     assert servers.HELLO_BODY.decode() in text and servers.JSON_BODY.decode() in text
@@ -56,16 +56,16 @@ def test_nginx_is_configured_for_the_fork_in_its_folder():
                                                "stderr"]
     server = servers.get("nginx")
     if shutil.which("nginx"):
-        files = server.files(18080, host="127.0.0.1", cpus=(0, 1), folder="/x")
+        files = server.files(18080, address="127.0.0.1", cpus=(0, 1), folder="/x")
         assert list(files) == ["nginx.conf"] and "worker_processes 2;" in files["nginx.conf"]
 
 
 def test_the_go_server_listens_where_it_is_told():
     server = servers.get("go-nethttp")
-    assert server.argv(18080, host="127.0.0.1") == [str(natives.go_binary()), "-addr", "127.0.0.1:18080"]
-    assert server.container_argv(18080, host="127.0.0.1", folder="/bench") == ["/go-nethttp", "-addr",
+    assert server.argv(18080, address="127.0.0.1") == [str(natives.go_binary()), "-addr", "127.0.0.1:18080"]
+    assert server.container_argv(18080, address="127.0.0.1", folder="/bench") == ["/go-nethttp", "-addr",
                                                                               "127.0.0.1:18080"]
-    assert server.files(18080, host="127.0.0.1", cpus=(0,), folder="/x") == {}
+    assert server.files(18080, address="127.0.0.1", cpus=(0,), folder="/x") == {}
 
 
 def test_no_go_toolchain_is_refused_in_one_line_naming_the_install(tmp_path, monkeypatch):

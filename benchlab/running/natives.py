@@ -66,7 +66,7 @@ http {{
         ~^(\\d)$ 0.00$1; ~^(\\d\\d)$ 0.0$1; ~^(\\d\\d\\d)$ 0.$1; ~^(\\d+)(\\d\\d\\d)$ $1.$2;
     }}
     server {{
-        listen {host}:{port}{listen};{tls}
+        listen {address}:{port}{listen};{tls}
         location = /hello {{ default_type "text/plain;charset=UTF-8"; return 200 "{hello}"; }}
         location = /json {{ default_type application/json; return 200 '{json}'; }}
         location = /sleep {{ default_type "text/plain;charset=UTF-8"; echo_sleep $benchlab_sleep_s;
@@ -81,23 +81,23 @@ http {{
 """
 
 
-def nginx_config(*, port: int, host: str, workers: int, folder: str, echo_module: str,
+def nginx_config(*, port: int, address: str, workers: int, folder: str, echo_module: str,
                  listener: Listener = HTTP1) -> str:
-    """nginx's configuration for one fork listening on ``host:port`` with ``workers`` worker processes, its pid
+    """nginx's configuration for one fork listening on ``address:port`` with ``workers`` worker processes, its pid
     file and temporary paths in ``folder``, serving ``listener``'s protocol (before nginx 1.25 a listener with
     ``http2`` in clear text speaks HTTP/2 only, with prior knowledge).
 
-    >>> text = nginx_config(port=8080, host="127.0.0.1", workers=2, folder="/run/x", echo_module="/m/echo.so")
+    >>> text = nginx_config(port=8080, address="127.0.0.1", workers=2, folder="/run/x", echo_module="/m/echo.so")
     >>> "listen 127.0.0.1:8080;" in text and "worker_processes 2;" in text and 'pid "/run/x/nginx.pid";' in text
     True
-    >>> "listen 127.0.0.1:8080 http2;" in nginx_config(port=8080, host="127.0.0.1", workers=1, folder="/x",
+    >>> "listen 127.0.0.1:8080 http2;" in nginx_config(port=8080, address="127.0.0.1", workers=1, folder="/x",
     ...                                                echo_module="/m", listener=Listener("h2c"))
     True
     """
     listen = (" ssl" if listener.tls else "") + (" http2" if listener.http2 else "")
     tls = (f'\n        ssl_certificate "{listener.cert}"; ssl_certificate_key "{listener.key}";'
            "\n        ssl_protocols TLSv1.3;" if listener.tls else "")
-    return NGINX_CONF.format(port=port, host=host, workers=max(1, workers), folder=folder.rstrip("/"),
+    return NGINX_CONF.format(port=port, address=address, workers=max(1, workers), folder=folder.rstrip("/"),
                              echo_module=echo_module, hello=HELLO_BODY.decode(), json=JSON_BODY.decode(),
                              sleep_ms=SLEEP_MS, listen=listen, tls=tls)
 
@@ -209,26 +209,26 @@ def build_go(*, force: bool = False) -> dict:
 GO_IN_IMAGE = f"/{GO_BINARY}"
 
 
-def argv(name: str, port: int, *, host: str, folder: str, container: bool = False,
+def argv(name: str, port: int, *, address: str, folder: str, container: bool = False,
          listener: Listener = HTTP1) -> list[str]:
-    """The command that starts the reference ``name`` on ``host:port``, locally or (``container``) in its image.
+    """The command that starts the reference ``name`` on ``address:port``, locally or (``container``) in its image.
 
-    >>> argv("go-nethttp", 8080, host="127.0.0.1", folder="/bench", container=True, listener=Listener("h2c"))
+    >>> argv("go-nethttp", 8080, address="127.0.0.1", folder="/bench", container=True, listener=Listener("h2c"))
     ['/go-nethttp', '-addr', '127.0.0.1:8080', '-h2c']
     """
     if name == "nginx":
         return nginx_argv(folder)
     tls = ["-cert", str(listener.cert), "-key", str(listener.key)] if listener.tls else []
-    return [GO_IN_IMAGE if container else str(go_binary()), "-addr", f"{host}:{port}",
+    return [GO_IN_IMAGE if container else str(go_binary()), "-addr", f"{address}:{port}",
             *(["-h2c"] if listener.protocol == "h2c" else []), *tls]
 
 
-def files(name: str, port: int, *, host: str, cpus: tuple[int, ...], folder: str,
+def files(name: str, port: int, *, address: str, cpus: tuple[int, ...], folder: str,
           listener: Listener = HTTP1) -> dict[str, str]:
     """The files the reference's command reads: nginx's configuration, one worker per core of ``cpus``."""
     if name != "nginx":
         return {}
-    return {"nginx.conf": nginx_config(port=port, host=host, workers=len(cpus) or 1, folder=folder,
+    return {"nginx.conf": nginx_config(port=port, address=address, workers=len(cpus) or 1, folder=folder,
                                        echo_module=echo_module(), listener=listener)}
 
 

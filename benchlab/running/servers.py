@@ -142,8 +142,8 @@ class Server:
         if parsed.query:
             path += "?" + parsed.query
         # An IPv6 address keeps its brackets in the url (http://[::1]:8080), or the port reads as part of it.
-        host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
-        return UrlServer(name=name or f"{host}:{parsed.port}", url=f"http://{host}:{parsed.port}",
+        address = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+        return UrlServer(name=name or f"{address}:{parsed.port}", url=f"http://{address}:{parsed.port}",
                    port=parsed.port, path=path)
 
     @property
@@ -170,13 +170,13 @@ class Server:
         """``asked`` if this built-in server serves it; a reference refuses the Java-only ones."""
         return asked
 
-    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", address: str = "127.0.0.1",
              cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
         """The command that starts this server on ``port``, serving ``listener``'s protocol; ``folder`` holds the
         files of :meth:`files`."""
         raise UsageError(f"server {self.name} is already running at {self.url}: benchlab does not start it")
 
-    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str,
+    def files(self, port: int, *, address: str, cpus: tuple[int, ...], folder: str,
               listener: Listener = HTTP1) -> dict[str, str]:
         """The files its command reads, by name, which the backend writes into ``folder`` first."""
         return {}
@@ -202,7 +202,7 @@ class SpringServer(Server):
     builtin: ClassVar[bool] = True
     jvm: ClassVar[bool] = True
 
-    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", address: str = "127.0.0.1",
              cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
         """The command that starts this server on ``port``.
 
@@ -217,18 +217,20 @@ class SpringServer(Server):
             start = prepare_cds(self, java) if cds else Cds(jar=self.spring_jar)
             share = [f"-XX:SharedArchiveFile={start.archive}"] if start.archive else []
         # The archive's option goes first, so a -Xshare:off among jvm_opts still wins.
-        return [java, *share, *self.java_arguments(port, jvm_opts=jvm_opts, jar=start.jar, host=host,
+        return [java, *share, *self.java_arguments(port, jvm_opts=jvm_opts, jar=start.jar, address=address,
                                                    listener=listener)]
 
-    def java_arguments(self, port: int, *, jvm_opts=(), jar: str, host: str, listener: Listener = HTTP1) -> list[str]:
+    def java_arguments(self, port: int, *, jvm_opts=(), jar: str, address: str,
+                       listener: Listener = HTTP1) -> list[str]:
         """What follows ``java`` (and a sharing archive) on the command line, locally and in a container alike:
         the settings' JVM options, the given ones, the jar and the Spring arguments (the listener's among them)."""
         return [*self.settings.jvm_options(), *jvm_opts, "-jar", jar, *self.settings.arguments(self.spring_flavour),
-                *listener.spring_arguments(), f"--server.port={port}", f"--server.address={host}"]
+                *listener.spring_arguments(), f"--server.port={port}", f"--server.address={address}"]
 
-    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str, listener=HTTP1) -> list[str]:
+    def container_argv(self, port: int, *, jvm_opts=(), address: str, folder: str, listener=HTTP1) -> list[str]:
         """The command of its container: the image's java with the same arguments as locally."""
-        return ["java", *self.java_arguments(port, jvm_opts=jvm_opts, jar=JAR_IN_IMAGE, host=host, listener=listener)]
+        return ["java", *self.java_arguments(port, jvm_opts=jvm_opts, jar=JAR_IN_IMAGE, address=address,
+                                             listener=listener)]
 
     def programs(self, java: str) -> list[tuple[str, str]]:
         return [(java, "apt-get install openjdk-17-jre-headless, or pass java=/path/to/bin/java")]
@@ -256,16 +258,16 @@ class ReferenceServer(Server):
                              "sleep:<ms> and echo")
         return asked
 
-    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", address: str = "127.0.0.1",
              cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
-        return natives.argv(self.name, port, host=host, folder=folder, listener=listener)
+        return natives.argv(self.name, port, address=address, folder=folder, listener=listener)
 
-    def container_argv(self, port: int, *, jvm_opts=(), host: str, folder: str, listener=HTTP1) -> list[str]:
-        return natives.argv(self.name, port, host=host, folder=folder, container=True, listener=listener)
+    def container_argv(self, port: int, *, jvm_opts=(), address: str, folder: str, listener=HTTP1) -> list[str]:
+        return natives.argv(self.name, port, address=address, folder=folder, container=True, listener=listener)
 
-    def files(self, port: int, *, host: str, cpus: tuple[int, ...], folder: str,
+    def files(self, port: int, *, address: str, cpus: tuple[int, ...], folder: str,
               listener: Listener = HTTP1) -> dict[str, str]:
-        return natives.files(self.name, port, host=host, cpus=cpus, folder=folder, listener=listener)
+        return natives.files(self.name, port, address=address, cpus=cpus, folder=folder, listener=listener)
 
     def require(self, java: str) -> None:
         natives.require(self.name)
@@ -280,7 +282,7 @@ class CommandServer(Server):
 
     kind: ClassVar[str] = "command"
 
-    def argv(self, port: int, *, jvm_opts=(), java: str = "java", host: str = "127.0.0.1",
+    def argv(self, port: int, *, jvm_opts=(), java: str = "java", address: str = "127.0.0.1",
              cds: bool = True, folder: str = ".", listener: Listener = HTTP1) -> list[str]:
         return [a.replace("{port}", str(port)) for a in self.command]
 
@@ -333,15 +335,15 @@ def get(server: str | Server) -> Server:
 def check_loopback(url: str, *, allow_remote: bool = False) -> None:
     """Refuse to send load anywhere but this machine's loopback unless ``allow_remote`` is set."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or parts.netloc  # an IPv6 address is bracketed in a url: http://[::1]:8080
+    address = parts.hostname or parts.netloc  # an IPv6 address is bracketed in a url: http://[::1]:8080
     if allow_remote:
         return
     try:
-        loopback = ipaddress.ip_address(host).is_loopback
+        loopback = ipaddress.ip_address(address).is_loopback
     except ValueError:
-        loopback = host == "localhost"
+        loopback = address == "localhost"
     if not loopback:
         raise UsageError(
-            f"refusing to send load to {host}: benchlab only loads 127.0.0.0/8 and ::1 unless you pass "
+            f"refusing to send load to {address}: benchlab only loads 127.0.0.0/8 and ::1 unless you pass "
             "allow_remote=True for a machine you own"
         )

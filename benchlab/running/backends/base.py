@@ -28,7 +28,7 @@ class Launch:
     java: str = "java"
     cds: bool = True         # a built-in server starts from its Class Data Sharing archive
     memory: str | None = None
-    host: str = "127.0.0.1"
+    address: str = "127.0.0.1"  # what the server binds
     startup_timeout: float = 90.0
     allow_remote: bool = False  # a backend may then run the server on another machine (docker_host=)
     #: The cores a local JVM may also use while it starts (the run holds them: no load runs yet); it is
@@ -98,19 +98,19 @@ class Attached:
         pass
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
-            sock.bind((host, 0))
+            sock.bind((address, 0))
         except OSError as exc:  # every ephemeral port taken: a load tool's connections, still closing
-            raise ServerError(f"no free port on {host} for the server ({exc.strerror}): the machine's ephemeral "
+            raise ServerError(f"no free port on {address} for the server ({exc.strerror}): the machine's ephemeral "
                               "ports are taken, usually by a load tool's closed connections waiting out TIME-WAIT; "
                               "wait a minute, or see `ss -s`") from None
         return sock.getsockname()[1]
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether a program listens on ``port`` at ``host``: the one probe, before a run and at each fork's start.
+def port_in_use(port: int, address: str = "127.0.0.1") -> bool:
+    """Whether a program listens on ``port`` at ``address``: the one probe, before a run and at each fork's start.
 
     It binds as servers do, with ``SO_REUSEADDR``, which Linux refuses only while a socket listens there: the
     sockets a fork's connections leave in TIME-WAIT for a minute after its server stopped do not count, as
@@ -120,7 +120,7 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind((address, port))
         except OSError:
             return True
     return False
@@ -151,13 +151,13 @@ def holder(port: int) -> str:
 PORT_WAIT = 10.0
 
 
-def check_port_free(port: int, host: str = "127.0.0.1", *, wait: float = PORT_WAIT) -> None:
+def check_port_free(port: int, address: str = "127.0.0.1", *, wait: float = PORT_WAIT) -> None:
     """At a server's start: wait up to ``wait`` seconds until nothing listens on ``port``; a port still held
     then fails the run, naming the program that holds it."""
     deadline = time.monotonic() + wait
-    while port_in_use(port, host):
+    while port_in_use(port, address):
         if time.monotonic() >= deadline:
-            raise ServerError(f"port {port} on {host} is held by {holder(port)} (still after {wait:.0f} s): stop "
+            raise ServerError(f"port {port} on {address} is held by {holder(port)} (still after {wait:.0f} s): stop "
                               "it, or pick another port (leave port unset and benchlab picks a free one)")
         time.sleep(0.05)
 

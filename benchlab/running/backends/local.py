@@ -61,7 +61,7 @@ class LocalInstance:
         self.server = server
         self.launch = launch
         self.argv = argv
-        self.url = f"{launch.listener.scheme}://{launch.host}:{launch.port}"
+        self.url = f"{launch.listener.scheme}://{launch.address}:{launch.port}"
         self.startup_ms = 0.0
         self._log = open(launch.log_path, "ab")
         env = dict(os.environ, **dict(server.env)) if server.env else None
@@ -119,14 +119,14 @@ class LocalBackend:
 
     def start(self, server, launch: Launch) -> LocalInstance:
         server.require(launch.java)
-        check_port_free(launch.port, launch.host)  # waits, bounded, for the last fork's server to let it go
+        check_port_free(launch.port, launch.address)  # waits, bounded, for the last fork's server to let it go
         folder = launch.log_path.parent  # the run's folder: nginx's configuration, pid file and temporary files
-        for name, text in server.files(launch.port, host=launch.host, cpus=launch.cpus, folder=str(folder),
+        for name, text in server.files(launch.port, address=launch.address, cpus=launch.cpus, folder=str(folder),
                                        listener=launch.listener).items():
             (folder / name).write_text(text)
         wide = _wide(server, launch)
         jvm_opts = (f"-XX:ActiveProcessorCount={len(launch.cpus)}", *launch.jvm_opts) if wide else launch.jvm_opts
-        argv = server.argv(launch.port, jvm_opts=jvm_opts, java=launch.java, host=launch.host, cds=launch.cds,
+        argv = server.argv(launch.port, jvm_opts=jvm_opts, java=launch.java, address=launch.address, cds=launch.cds,
                            folder=str(folder), listener=launch.listener)
         began = time.monotonic()
         instance = LocalInstance(server, launch, argv, wide=wide)

@@ -93,9 +93,9 @@ class DockerBackend:
         parse_memory(launch.memory)
         image = native_images.build(self.client, server, base_image=self.base_image)
         remote = engine_address(self.docker_host)
-        bind = remote or launch.host
+        bind = remote or launch.address
         if remote is None:
-            check_port_free(launch.port, launch.host)
+            check_port_free(launch.port, launch.address)
         self._run_id = launch.run_id
         labels = {RUN_LABEL: launch.run_id, OWNER_LABEL: owner(), ROLE_LABEL: "server"}
         instance = None

@@ -155,9 +155,9 @@ class DockerInstance:
         self._exited = threading.Event()
         self._stopped = False
         listener = launch.listener
-        argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, host=bind, folder=FOLDER_IN_IMAGE,
+        argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, address=bind, folder=FOLDER_IN_IMAGE,
                                      listener=listener)
-        files = server.files(launch.port, host=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE, listener=listener)
+        files = server.files(launch.port, address=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE, listener=listener)
         for name, text in files.items():  # kept beside the run's log too, as the local backend keeps them
             (Path(launch.log_path).parent / name).write_text(text)
         memory = parse_memory(launch.memory)
