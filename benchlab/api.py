@@ -214,7 +214,7 @@ def carry_out(comparison: Comparison, *, results_dir=None, label=None, progress=
                                  deadline=rule.budget.deadline if rule.budget else None, on_slice=shown)
         planning, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
         pool = functools.partial(Pool, base, enabled=comparison.restart == "never")
-        in_rounds = functools.partial(hosts_.run, machines) if machines else _in_turn  # on hosts, or here
+        in_rounds = functools.partial(hosts_.distribute, machines) if machines else _in_turn  # on hosts, or here
         in_rounds(rounds(schedule), plan=planning, play=play, keep=keep, pool=pool, bar=bar)
         bar.complete(stored=_stored(records))
     finally:
@@ -274,7 +274,7 @@ def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
 
 def _in_turn(rounds, *, plan, play, keep, pool, bar) -> None:
     """The rounds on this machine, one after another, until the rule stops (on several hosts at once:
-    :func:`benchlab.running.hosts.run`, which takes the same callables)."""
+    :func:`benchlab.running.hosts.distribute`, which takes the same callables)."""
     with pool() as shared:
         for repeat, specs in rounds:
             if (planned := plan(repeat, specs)) is None:
@@ -326,7 +326,7 @@ def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, dea
 
 def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
     """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
-    (:func:`benchlab.running.rounds.run`); a fork that failed keeps its windows and records the next as failed."""
+    (:func:`benchlab.running.rounds.measure`); a fork that failed keeps its windows and records the next as failed."""
     from .running import rounds
     from .running.fork import Fork
 
@@ -344,7 +344,7 @@ def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline
     if not todo:
         return
     bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
-    forks = rounds.run(todo, deadline=deadline, echo=bar.waiting)
+    forks = rounds.measure(todo, deadline=deadline, echo=bar.waiting)
     bar.finish(count=len(forks))
     for one in forks:
         yield one.stored()

@@ -66,7 +66,7 @@ def one_round(server: str, args, base: Path, r: int) -> list[dict]:
         name = f"{server}-{arm}-r{r}"
         windows = [(base / name / f"w{k}", f"{name}-w{k}") for k in range(1, args.windows + 1)]
         forks.append(Fork(spec, windows, repeat=r + 1, echo=lambda line: print("    " + line, flush=True)))
-    rounds.run(forks)
+    rounds.measure(forks)
     return [summary(server, arm, fork, r) for (arm, _), fork in zip(plan, forks)]
 
 

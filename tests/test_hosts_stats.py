@@ -141,7 +141,7 @@ def test_each_round_runs_whole_on_one_host_and_a_lost_hosts_round_runs_on_the_ot
         yield [Run(id=f"r{repeat}", params={"repeat": repeat, "host": host}, metrics={"rps": 1.0}, metadata={})]
 
     rounds = [(r, [Spec()]) for r in range(1, 6)]
-    hosts.run([a, b], rounds, plan=plan, play=play, keep=kept.extend, pool=Pool, bar=Bar())
+    hosts.distribute([a, b], rounds, plan=plan, play=play, keep=kept.extend, pool=Pool, bar=Bar())
     by_round = {r.params["repeat"]: r.params["host"] for r in kept}
     assert sorted(by_round) == [1, 2, 3, 4, 5], "every round kept once"
     assert len(failed) == 1 and by_round[failed[0]] == "a", "b's lost round ran again on a"
@@ -158,7 +158,7 @@ def test_every_host_lost_says_which_rounds_were_not_run(tmp_path):
         return [(specs[0], [(tmp_path / f"r{repeat}", f"r{repeat}")])]
 
     with pytest.raises(Exception, match=r"every host stopped answering \(.*\): rounds 1, 2, 3 were not run"):
-        hosts.run([hosts.Host("a", A)], [(r, [Spec()]) for r in (1, 2, 3)], plan=plan, play=play,
+        hosts.distribute([hosts.Host("a", A)], [(r, [Spec()]) for r in (1, 2, 3)], plan=plan, play=play,
                   keep=lambda runs: None, pool=Pool, bar=Bar())
 
 
@@ -205,7 +205,7 @@ def test_an_error_of_the_callers_stops_every_host_and_is_raised(tmp_path):
 
     def call():
         try:
-            hosts.run([hosts.Host("a", A), hosts.Host("b", B)], [(r, [Spec()]) for r in range(1, 7)], plan=plan,
+            hosts.distribute([hosts.Host("a", A), hosts.Host("b", B)], [(r, [Spec()]) for r in range(1, 7)], plan=plan,
                       play=play, keep=keep, pool=Pool, bar=Bar())
         except BaseException as exc:
             raised.append(exc)

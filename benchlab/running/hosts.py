@@ -7,7 +7,7 @@ schedule gave it, unique across hosts. Every run records its ``host`` (a run par
 
 Before any round starts every host must answer and hold the server images (:func:`check`); a host whose engine
 stops answering mid-way has the round it was running cleared and put back in the queue, and the other hosts run
-it (:func:`run`); the rounds it finished are kept. See docs/scale-out.md.
+it (:func:`distribute`); the rounds it finished are kept. See docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class _Locked:
         return guarded
 
 
-def run(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
+def distribute(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
     """Run ``rounds`` (``[(repeat, specs), ...]``) on ``machines``, a thread each, every round whole on one host.
 
     ``plan(repeat, specs)`` gives a round's ``[(spec, windows), ...]`` or None to stop (called one host at a time);
@@ -247,7 +247,7 @@ def run(machines: list[Host], rounds, *, plan, play, keep, pool, bar) -> None:
 
 def _work(machine: Host, queue: _Queue, plan, play, keep, pool, bar) -> None:
     """One host's thread: :func:`_rounds_on`; whatever else goes wrong in it stops the comparison, and is raised by
-    :func:`run` (a thread's own exception would be lost, and the other hosts would wait for its round)."""
+    :func:`distribute` (a thread's own exception would be lost, and the other hosts would wait for its round)."""
     try:
         _rounds_on(machine, queue, plan, play, keep, pool, bar)
     except BaseException as exc:  # raised by run(), in the caller's thread

@@ -36,7 +36,7 @@ def passes(forks: int, windows: int) -> list[list[int]]:
     return [list(range(forks)) if k % 2 == 0 else list(range(forks))[::-1] for k in range(windows)]
 
 
-def run(forks: list[Fork], *, deadline: float | None = None, echo=None) -> list[Fork]:
+def measure(forks: list[Fork], *, deadline: float | None = None, echo=None) -> list[Fork]:
     """Start and warm every fork, resume the ones that waited, measure their windows in :func:`passes` order, stop
     them; each fork is its own outcome (:meth:`Fork.stored`).
 
