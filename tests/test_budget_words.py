@@ -43,7 +43,7 @@ def test_the_summary_says_the_budget_stopped_it_not_max_repeats(capsys):
 def test_an_interval_of_equal_forks_prints_as_a_dash_not_nan(capsys):
     print_suite(Suite(_forks(2, p50_equal=True)), metrics=("rps", "p50"))
     out = capsys.readouterr().out
-    assert "NaN" not in out.split("per-run")[0] and " - " in out
+    assert "NaN" not in out.split("per-fork")[0] and " - " in out
 
 
 def test_on_several_hosts_the_design_waits_for_both_pilot_rounds():

@@ -51,7 +51,7 @@ def test_the_summary_the_every_run_table_and_the_chart_count_the_windows_used():
     assert table.loc["spring-jetty", "left out"] == "fork 2 (jit_active)"
     assert table.loc["spring-tomcat", "left out"] == "1 retaken"
     assert table.loc["spring-jetty", "mean"] == summary.set_index("server").loc["spring-jetty", "mean"]
-    assert "left out of the mean" in formatting.per_run(table).columns
+    assert "left out of the mean" in formatting.per_fork(table).columns
     cells = [v for v in list(charts.throughput(both.runs).to_dict()["datasets"].values())[0] if v["kind"] == "cell"]
     assert sum(v["windows"] for v in cells) == used
     shown = formatting.runs(both.runs)
@@ -82,7 +82,7 @@ def test_the_tables_for_reading_count_the_windows_used_where_some_were_left_out(
     both = suite()
     summary = formatting.summary(both.summary(["rps"])).reset_index().set_index("server")
     assert summary["windows used"].sum() == both.tally().used and summary.loc["spring-jetty", "left out"] == 1
-    every = formatting.per_run(both.table("rps"))
+    every = formatting.per_fork(both.table("rps"))
     assert every["windows used"].sum() == both.tally().used
     assert "windows used" not in formatting.summary(Suite(both.records[:2]).summary(["rps"])).columns, \
         "said only where a window was left out"

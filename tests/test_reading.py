@@ -363,7 +363,7 @@ def test_show_strips_control_characters_from_stored_names(tmp_path, capsys):
 
 
 def test_show_prints_each_forks_figure_and_the_interval_as_the_notebooks_do(tmp_path, capsys):
-    # The terminal's per-run table printed its interval as a tuple in scientific notation and a cv of 0.9% as 0.0
+    # The terminal's per-fork table printed its interval as a tuple in scientific notation and a cv of 0.9% as 0.0
     import dataclasses
 
     from benchlab.cli import main
@@ -373,7 +373,7 @@ def test_show_prints_each_forks_figure_and_the_interval_as_the_notebooks_do(tmp_
         save(dataclasses.replace(run, params={**run.params, "repeat": repeat}), tmp_path / run.id)
     assert main(["show", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    table = out.split("per-run requests/s:")[1].split("\n\n")[0]
+    table = out.split("per-fork requests/s:")[1].split("\n\n")[0]
     assert "e+0" not in table and "33.2k" in table and "[" in table, table
     assert "1.1%" in table, table  # the forks' cv (sd 351 of 33,098), in per cent as the notebooks show it
 

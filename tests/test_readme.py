@@ -91,7 +91,7 @@ def test_the_first_command_as_written(jars):
     assert re.search(r"warm-up: auto in \d+ runs", out), "the warm-up is said before any number"
     assert re.search(r"^budget: spent [\d.]+ of 10\.0 minutes on \d+ rounds", out, re.M), \
         "what the budget bought, and what more time would buy"
-    assert "per-run requests/s:" in out and "windows=auto" in out, "each fork, and the design chosen"
+    assert "per-fork requests/s:" in out and "windows=auto" in out, "each fork, and the design chosen"
     verdicts = re.findall(r"^  spring-undertow vs spring-jetty: .*$", out, re.M)
     assert len(verdicts) == 2, "the verdict lines, rps and p99 against the baseline (judged, or why not)"
 

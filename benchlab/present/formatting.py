@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["MISSING", "Note", "change", "cores", "interval", "ms", "percent", "rate", "ratio", "summary",
-           "verdicts", "per_run", "flags", "runs", "warmups", "unit_kind", "metric_name"]
+           "verdicts", "per_fork", "flags", "runs", "warmups", "unit_kind", "metric_name"]
 
 
 # --- frames for reading ---------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def verdicts(frame: pd.DataFrame) -> pd.DataFrame:
                                        "significant"]).set_index([*keep, "server"])
 
 
-def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
+def per_fork(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
     """:meth:`Suite.table` for reading: each fork's figure (a run of one window is a fork of one), then the mean
     and its interval; how many windows and how far one fork's windows lay apart where a fork had several.
 
@@ -120,7 +120,7 @@ def per_run(frame: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
     >>> raw = pd.DataFrame([{"server": "spring-jetty", "fork 1": 9021.4, "fork 2": 9120.0, "mean": 9070.7,
     ...                      "ci_low": 8800.0, "ci_high": 9350.0, "cv": 0.008, "windows": 2,
     ...                      "within_cv": float("nan")}]).set_index("server")
-    >>> per_run(raw).iloc[0].tolist()
+    >>> per_fork(raw).iloc[0].tolist()
     ['9.02k', '9.12k', '9.1k [8.8k, 9.4k]', '0.8%']
     """
     kind = unit_kind(metric)

@@ -1,4 +1,4 @@
-"""What the command line prints: one run, and a suite's summary, per-run table, verdicts and flags.
+"""What the command line prints: one run, and a suite's summary, per-fork table, verdicts and flags.
 
 Everything printed goes through :func:`printable`: names, ids and errors come from stored files, which may
 come from anyone, and a terminal obeys the escape sequences in what it is sent.
@@ -171,8 +171,8 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
             shown[column] = shown[column].map(lambda v: "-" if pd.isna(v) else number(v))
         _print(shown.to_string(index=False, float_format=number))
         _print()
-        _print("per-run requests/s:")
-        _print(formatting.per_run(suite.table("rps")).to_string())  # the notebooks' rounding: one rule
+        _print("per-fork requests/s:")
+        _print(formatting.per_fork(suite.table("rps")).to_string())  # the notebooks' rounding: one rule
         _print()
         # rps and p99; at a fixed rate, what serving it cost each server; with slo=, what each carried
         for metric in ("rps", "p99", *judged):
