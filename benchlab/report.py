@@ -114,8 +114,8 @@ def check_options(given: Mapping[str, Any], notebook: str | os.PathLike | None =
     load's times and counts by :class:`~benchlab.running.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
     a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``run=False``)
     uses none of them; ``compare()`` checks what needs the machine. A parameter ``notebook`` declares under an
-    option's name with a default that option refuses is the notebook's own (reproduce.ipynb's
-    ``protocol="controlled"``, how a claim is replayed), which the notebook checks.
+    option's name with a default that option refuses is the notebook's own (a user's notebook whose
+    ``protocol = "controlled"`` means something else than what requests speak), which the notebook checks.
 
     Example
     -------

@@ -1,7 +1,7 @@
-"""Reproduce the published experiments: every replay the chosen claims need, run or read back, per stack and protocol.
+"""Reproduce the published experiments: every replay the chosen claims need, run or read back, per stack and procedure.
 
 ``notebooks/reproduce.ipynb`` calls :func:`experiments` once and shows what it returns. Each experiment's load
-shape, stack and protocol as ``compare()`` options are :mod:`benchlab.present.replay`'s plans; the two seed
+shape, stack and procedure as ``compare()`` options are :mod:`benchlab.present.replay`'s plans; the two seed
 experiments (wrk and the JMeter count) take their load shape from the notebook's parameters (:class:`Seeds`),
 the others from ``data/published/claims.csv``. What the published setups were, beside ours, is
 :meth:`Replayed.differences`, read from the same table.
@@ -67,25 +67,25 @@ class Seeds:
 
 @dataclass
 class Replayed:
-    """What the replay ran or read back: ``by_run``, per (stack, protocol), ``({experiment: Suite}, {count
-    driver: Suite})``, and ``said``, per (stack, protocol), ``{experiment: how it ran, in words}``."""
+    """What the replay ran or read back: ``by_run``, per (stack, procedure), ``({experiment: Suite}, {count
+    driver: Suite})``, and ``said``, per (stack, procedure), ``{experiment: how it ran, in words}``."""
 
     by_run: dict[tuple[str, str], tuple[dict[str, Suite], dict[str, Suite]]] = field(default_factory=dict)
     said: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     @property
     def suites(self) -> dict[str, Suite]:
-        """The first stack and protocol's suites by experiment: every table after the claims shows these."""
+        """The first stack and procedure's suites by experiment: every table after the claims shows these."""
         return next(iter(self.by_run.values()), ({}, {}))[0]
 
     @property
     def count_suites(self) -> dict[str, Suite]:
-        """The first stack and protocol's count experiment, a suite per load tool."""
+        """The first stack and procedure's count experiment, a suite per load tool."""
         return next(iter(self.by_run.values()), ({}, {}))[1]
 
     @property
     def everything(self) -> dict[str, Suite]:
-        """Every suite, named by its experiment (the count one by its tool) and its stack and protocol."""
+        """Every suite, named by its experiment (the count one by its tool) and its stack and procedure."""
         out = {}
         for key, (found, counted) in self.by_run.items():
             for name, suite in {**found, **{f"count ({d})": c for d, c in counted.items()}}.items():
@@ -110,7 +110,7 @@ class Replayed:
             echo(f"{name}: {len(suite.records)} runs, {sum(r.status == 'ok' for r in suite.records)} ok, "
                  f"stored in {suite.path}")
         for key, words in self.said.items():
-            echo(f"{replay.label(*key) or 'our stack, controlled protocol'}: "
+            echo(f"{replay.label(*key) or 'our stack, controlled procedure'}: "
                  + "; ".join(f"{e} on {text}" for e, text in words.items()))
         return header.measured([r for s in everything.values() for r in s.records],
                                what="the published experiments, re-run: " + (", ".join(everything) or
@@ -160,12 +160,12 @@ def _both(wrk, count, column: str, fmt=str) -> str:
 
 
 def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: Seeds, template: Comparison, *,
-                base: Path, stack: str = "ours", protocol: str = "controlled", run: bool = True) -> Replayed:
+                base: Path, stack: str = "ours", procedure: str = "controlled", run: bool = True) -> Replayed:
     """Run (``run``, else read back from ``base``) every experiment of ``asked`` that a ``chosen`` claim needs,
-    on each stack of ``stack`` and protocol of ``protocol``: each a comparison into its own folder under ``base``
-    (``their-stack``/``their-protocol`` below it where those ran), the count experiment once per load tool
+    on each stack of ``stack`` and procedure of ``procedure``: each a comparison into its own folder under ``base``
+    (``their-stack``/``their-procedure`` below it where those ran), the count experiment once per load tool
     (``count-<tool>``). Each comparison is the ``template`` (the notebook's servers and baseline, the controlled
-    protocol's repeats and warm-up, where the servers run) with the experiment's load shape, stack and protocol
+    procedure's repeats and warm-up, where the servers run) with the experiment's load shape, stack and procedure
     (:meth:`Comparison.changed`). An experiment whose claims compare a server not in the template's does not run,
     said.
 
@@ -183,8 +183,8 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
     have = variants.installed()
     done = Replayed()
     for which in replay.STACKS[stack]:
-        for way in replay.PROTOCOLS[protocol]:
-            place = base / ("their-stack" if which == "theirs" else "") / ("their-protocol" if way == "theirs" else "")
+        for way in replay.PROCEDURES[procedure]:
+            place = _place(base, which, way)
             found: dict[str, Suite] = {}
             counted: dict[str, Suite] = {}
             words: dict[str, str] = {}
@@ -203,12 +203,22 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
     return done
 
 
+def _place(base: Path, which: str, way: str) -> Path:
+    """Where stack ``which`` and procedure ``way`` keep their comparisons under ``base``; the source's procedure in
+    ``their-procedure``, or in ``their-protocol`` where runs were stored under that older word and no new ones."""
+    stack = base / ("their-stack" if which == "theirs" else "")
+    if way != "theirs":
+        return stack
+    old = stack / "their-protocol"
+    return old if old.is_dir() and not (stack / "their-procedure").exists() else stack / "their-procedure"
+
+
 def _planned(chosen: pd.DataFrame, catalogue: pd.DataFrame, experiment: str, seeds: Seeds, template: Comparison, *,
              which: str, way: str, have) -> tuple[Comparison, str] | None:
-    """(the ``template`` with ``experiment``'s load shape, stack ``which`` and protocol ``way``, how it runs in
+    """(the ``template`` with ``experiment``'s load shape, stack ``which`` and procedure ``way``, how it runs in
     words), or None when each of its claims compares a server not in the template's, said."""
     on = replay.stack_options(catalogue, experiment, which, have)
-    how = replay.protocol_options(catalogue, experiment, way, repeats=template.design()[0],
+    how = replay.procedure_options(catalogue, experiment, way, repeats=template.design()[0],
                                   warmup=template.run.warmup)
     shape, load_said = _shape(chosen, experiment, seeds, _names(template.servers))
     if not shape["servers"]:

@@ -244,11 +244,11 @@ CLAIM_VERDICTS: dict[ClaimVerdict, str] = {
                          "or with errors above 0.1% of requests",
 }
 
-#: The verdict of a claim judged under two protocols (:func:`benchlab.analysis.claims.protocols`) when they
-#: disagree; where they agree, the verdict is the controlled protocol's.
-Sensitive = Literal["protocol-sensitive"]
-PROTOCOL_SENSITIVE: dict[Sensitive, str] = {
-    "protocol-sensitive": "holds under its source's own protocol and not under benchlab's controlled one, or the "
+#: The verdict of a claim judged under two procedures (:func:`benchlab.analysis.claims.procedures`) when they
+#: disagree; where they agree, the verdict is the controlled procedure's.
+Sensitive = Literal["procedure-sensitive"]
+PROCEDURE_SENSITIVE: dict[Sensitive, str] = {
+    "procedure-sensitive": "holds under its source's own procedure and not under benchlab's controlled one, or the "
                           "reverse: how the runs were taken decides the answer",
 }
 

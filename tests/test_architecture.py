@@ -111,7 +111,7 @@ def test_the_import_graph_has_no_cycle():
     assert not found, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
 
 
-#: What each layer may import. The base is the vocabulary every layer shares; the entry points (the public
+#: What each package may import. The base is the vocabulary every package shares; the entry points (the public
 #: face, the command line, the notebook panel, the report and the replay that reproduce.ipynb runs) may import
 #: anything.
 BASE = {"benchlab.errors", "benchlab.schema", "benchlab.home", "benchlab.version", "benchlab.cores"}
@@ -126,30 +126,31 @@ MAY_IMPORT = {
 }
 
 
-def layer(name: str) -> str:
+def package(name: str) -> str:
+    """The part of the code ``name`` is in: a package of benchlab's, the base or the entry points."""
     if name in BASE:
         return "base"
     if name in ENTRY:
         return "entry"
     parts = name.split(".")
-    assert len(parts) >= 2 and parts[1] in MAY_IMPORT, f"{name} belongs to no layer: move it into one"
+    assert len(parts) >= 2 and parts[1] in MAY_IMPORT, f"{name} belongs to no package: move it into one"
     return parts[1]
 
 
-def test_every_module_has_a_layer():
-    assert {layer(name) for name in MODULES} == {"base", "entry", *MAY_IMPORT}
+def test_every_module_has_a_package():
+    assert {package(name) for name in MODULES} == {"base", "entry", *MAY_IMPORT}
 
 
-def test_each_layer_imports_only_the_layers_below_it():
+def test_each_package_imports_only_the_packages_below_it():
     wrong = []
     for name in sorted(MODULES):
-        own = layer(name)
+        own = package(name)
         if own == "entry":
             continue
         for target in sorted(imports(name)):
-            if layer(target) not in MAY_IMPORT[own]:
-                wrong.append(f"{name} ({own}) imports {target} ({layer(target)})")
-    assert not wrong, "imports against the layer direction: " + "; ".join(wrong)
+            if package(target) not in MAY_IMPORT[own]:
+                wrong.append(f"{name} ({own}) imports {target} ({package(target)})")
+    assert not wrong, "imports against the packages' direction: " + "; ".join(wrong)
 
 
 def test_a_cycle_is_named():
@@ -494,7 +495,7 @@ def test_the_flat_read_scan_sees_a_read_past_the_object():
 
 
 #: Glossary words (docs/architecture.md, "Words") that have been given a second meaning in the code before.
-GLOSSARY = ("run", "window", "fork", "cell", "host")
+GLOSSARY = ("run", "window", "fork", "cell", "host", "protocol", "procedure", "layer")
 #: Each function or class named by a glossary word, and each parameter so named (``module:function(word=)``), with
 #: the meaning it has there. A new one fails until it is listed: name it after what it is, or say here why the
 #: word fits. An entry no longer found fails too. The ones marked "second meaning" are the debt left.
@@ -515,21 +516,29 @@ MEANINGS = {
     "benchlab.store.results:save(run=)": "a Run",
     "benchlab.api:run": "the verb: the public run() the README shows, kept",
     "benchlab.running.process:run": "the verb, as STYLE names it: start a command, wait for it",
-    "benchlab.running.hosts:run": "second meaning, the verb: the rounds on several hosts",
-    "benchlab.running.rounds:run": "second meaning, the verb: a round's forks, their windows in turn",
     "benchlab.widgets:run": "the verb of the panel's Run button",
-    "benchlab.running.warmup:jit_quiet(window=)": "second meaning: a look-back span (warmup.py is being edited)",
-    "benchlab.running.warmup:quiet_since(window=)": "second meaning: a look-back span (warmup.py is being edited)",
-    "benchlab.running.backends.base:free_port(host=)": "second meaning: an address to bind",
-    "benchlab.running.backends.base:port_in_use(host=)": "second meaning: an address to bind",
-    "benchlab.running.backends.base:check_port_free(host=)": "second meaning: an address to bind",
-    "benchlab.running.natives:nginx_config(host=)": "second meaning: an address to listen on",
-    "benchlab.running.natives:argv(host=)": "second meaning: an address to listen on",
-    "benchlab.running.natives:files(host=)": "second meaning: an address to listen on",
-    "benchlab.running.servers:argv(host=)": "second meaning: an address to listen on",
-    "benchlab.running.servers:files(host=)": "second meaning: an address to listen on",
-    "benchlab.running.servers:java_arguments(host=)": "second meaning: an address to listen on",
-    "benchlab.running.servers:container_argv(host=)": "second meaning: an address to listen on",
+    "benchlab.api:compare(protocol=)": "what the requests speak on the wire",
+    "benchlab.api:run(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.backends.base:http_get(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.backends.base:wait_ready(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.drivers.h2load:negotiated(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.drivers:get(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:_answer(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:_client_context(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:_http2(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:check(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:listener(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.protocols:request(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.spec:_check_protocol(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.verify:_server_info(protocol=)": "what the requests speak on the wire",
+    "benchlab.running.verify:verify(protocol=)": "what the requests speak on the wire",
+    "benchlab.analysis.claims:_clean(procedure=)": "how a claim's runs are taken",
+    "benchlab.analysis.claims:_judge_one(procedure=)": "how a claim's runs are taken",
+    "benchlab.analysis.claims:_untestable(procedure=)": "how a claim's runs are taken",
+    "benchlab.analysis.claims:judge(procedure=)": "how a claim's runs are taken",
+    "benchlab.present.replay:check(procedure=)": "how a claim's runs are taken",
+    "benchlab.reproduce:experiments(procedure=)": "how a claim's runs are taken",
+    "benchlab.analysis.profiles:layer": "the layer a stack's frames claim",
 }
 
 
@@ -564,7 +573,7 @@ def test_the_glossary_scan_finds_a_function_and_a_parameter():
 
 #: Below the entry points (and the options module, which declares them) a function takes the options object, or the
 #: object a step made of it (``RunSpec``, ``Load``, ``Launch``, ``DockerOptions``), not the options one by one: a
-#: function that takes more than this many option names by name re-reads the flat options, one layer down.
+#: function that takes more than this many option names by name re-reads the flat options, one step down.
 MAX_OPTION_PARAMETERS = 3
 #: The modules that take options by name: the doors (run(), compare(), the command line, the notebook panel and the
 #: replay) and the declaration itself.
@@ -574,7 +583,7 @@ DOORS = ENTRY | {"benchlab.running.options"}
 OPTION_PARAMETERS = {
     "benchlab.analysis.precision:__init__": "Rule: analysis may not import running's Comparison; api._rule builds "
                                             "it once from the comparison's design, already chosen (auto resolved)",
-    "benchlab.analysis.precision:enough": "the Rule's own fields handed to its stopping test, in the analysis layer",
+    "benchlab.analysis.precision:enough": "the Rule's own fields handed to its stopping test, in the analysis package",
     "benchlab.running.servers:argv": "a server's command line from its Launch's resolved values (a free port, the "
                                      "java found), not from the options",
     "benchlab.running.backends.docker.backend:__init__": "DockerBackend's public constructor (tests and the image "

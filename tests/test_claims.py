@@ -313,21 +313,21 @@ def test_their_stacks_verdicts_stand_beside_ours():
     assert shown.loc["u", "ours (theirs stack)"].startswith("1.00")
 
 
-# --- two protocols: the source's own, and the controlled one ------------------------------------------------
+# --- two procedures: the source's own, and the controlled one ------------------------------------------------
 
-def test_under_their_protocol_every_run_counts_and_a_cold_run_is_counted_not_blocking():
+def test_under_their_procedure_every_run_counts_and_a_cold_run_is_counted_not_blocking():
     cold = {"jit_share": [0.4, 0.3, 0.01], "jit_compile_s": [4.0, 3.0, 0.1]}  # compiling in two of three windows
     rows = (runs("spring-tomcat", [100.0, 101.0, 99.0], warmup=0.0, one_fork=True, **cold)
             + runs("spring-undertow", [147.0, 148.0, 146.0], warmup=0.0, one_fork=True, **cold))
     controlled = judged(rows).iloc[0]
     assert (controlled["verdict"], controlled["reason"]) == ("not testable here", "jit_active"), controlled["why"]
-    theirs = claims.judge(pd.DataFrame([claim()]), {"wrk": Suite(rows)}, protocol="theirs").iloc[0]
+    theirs = claims.judge(pd.DataFrame([claim()]), {"wrk": Suite(rows)}, procedure="theirs").iloc[0]
     assert theirs["verdict"] == "holds", theirs["why"]
     assert (theirs["values"], theirs["forks"], theirs["cold"]) == (3, 1, 4)
-    assert theirs["why"].endswith("(their protocol: no warm-up, every run one value; 4 of 6 runs not warm).")
+    assert theirs["why"].endswith("(their procedure: no warm-up, every run one value; 4 of 6 runs not warm).")
 
 
-def test_the_controlled_protocol_takes_fork_means():
+def test_the_controlled_procedure_takes_fork_means():
     import dataclasses
 
     rows = [dataclasses.replace(r, id=f"{r.id}-{k}", params={**r.params, "fork": f"{r.params['server']}-{k}"})
@@ -337,49 +337,50 @@ def test_the_controlled_protocol_takes_fork_means():
     assert (out["values"], out["forks"]) == (3, 3), "three forks of two windows each are three values"
 
 
-def test_a_claim_that_holds_under_one_protocol_only_is_protocol_sensitive_and_says_why():
-    from benchlab.schema import PROTOCOL_SENSITIVE
+def test_a_claim_that_holds_under_one_procedure_only_is_procedure_sensitive_and_says_why():
+    from benchlab.schema import PROCEDURE_SENSITIVE
 
     def frame(verdict, values, forks, cold, why="..."):
         return pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values, "forks": forks, "cold": cold,
                               "why": why}])
 
-    out = claims.protocols(frame("holds", 3, 1, 2), frame("inconclusive", 5, 5, 0)).iloc[0]
-    assert out["verdict"] == "protocol-sensitive" and out["verdict"] in PROTOCOL_SENSITIVE
-    assert (out["their protocol"], out["controlled"]) == ("holds", "inconclusive")
+    out = claims.procedures(frame("holds", 3, 1, 2), frame("inconclusive", 5, 5, 0)).iloc[0]
+    assert out["verdict"] == "procedure-sensitive" and out["verdict"] in PROCEDURE_SENSITIVE
+    assert (out["their procedure"], out["controlled"]) == ("holds", "inconclusive")
     assert "warm-up: 2 of their runs were measured before the server was warm" in out["why"]
     assert "their 3 runs per server came from 1 server process" in out["why"] and "ours are 5 fresh" in out["why"]
-    single = claims.protocols(frame("inconclusive", 1, 1, 0), frame("holds", 5, 5, 0)).iloc[0]
-    assert single["verdict"] == "protocol-sensitive" and "one run per server gives no interval" in single["why"]
-    unseen = claims.protocols(frame("reversed", 3, 3, 0), frame("holds", 3, 3, 0)).iloc[0]
+    single = claims.procedures(frame("inconclusive", 1, 1, 0), frame("holds", 5, 5, 0)).iloc[0]
+    assert single["verdict"] == "procedure-sensitive" and "one run per server gives no interval" in single["why"]
+    unseen = claims.procedures(frame("reversed", 3, 3, 0), frame("holds", 3, 3, 0)).iloc[0]
     assert "the runs do not show which part" in unseen["why"]
-    for theirs, ours, said in (("holds", "holds", "Holds under both protocols."),
+    for theirs, ours, said in (("holds", "holds", "Holds under both procedures."),
                                ("differs", "inconclusive", "it holds under neither"),
                                ("holds", "not testable here", "The controlled runs cannot judge it"),
-                               ("not testable here", "holds", "Its own protocol's runs cannot judge it"),
-                               ("not testable here", "not testable here", "Neither protocol's runs")):
-        agreed = claims.protocols(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
+                               ("not testable here", "holds", "Its own procedure's runs cannot judge it"),
+                               ("not testable here", "not testable here", "Neither procedure's runs")):
+        agreed = claims.procedures(frame(theirs, 3, 1, 0), frame(ours, 3, 3, 0)).iloc[0]
         assert agreed["verdict"] == ours and said in agreed["why"], (theirs, ours, agreed["why"])
     busy = "Not testable here: wrk was 91% busy in 1 of 4 runs."
-    reason = claims.protocols(frame("inconclusive", 3, 1, 0), frame("not testable here", 2, 2, 0, busy)).iloc[0]
+    reason = claims.procedures(frame("inconclusive", 3, 1, 0), frame("not testable here", 2, 2, 0, busy)).iloc[0]
     assert reason["why"] == ("The controlled runs cannot judge it (wrk was 91% busy in 1 of 4 runs); under its own "
-                             "protocol it is inconclusive."), "the reason is said where the verdict is"
-    neither = claims.protocols(frame("not testable here", 3, 1, 0, "Not testable here: no finished run of a."),
+                             "procedure it is inconclusive."), "the reason is said where the verdict is"
+    neither = claims.procedures(frame("not testable here", 3, 1, 0, "Not testable here: no finished run of a."),
                                frame("not testable here", 2, 2, 0, busy)).iloc[0]
-    assert neither["why"] == ("Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs: no "
+    assert neither["why"] == ("Neither procedure's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs: no "
                               "finished run of a).")
-    alike = claims.protocols(frame("not testable here", 3, 1, 0, "Not testable here: wrk was 97% busy in 2 of 3 runs."),
-                             frame("not testable here", 2, 2, 0, busy)).iloc[0]
-    assert alike["why"] == ("Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs "
+    alike = claims.procedures(frame("not testable here", 3, 1, 0,
+                                    "Not testable here: wrk was 97% busy in 2 of 3 runs."),
+                              frame("not testable here", 2, 2, 0, busy)).iloc[0]
+    assert alike["why"] == ("Neither procedure's runs can judge it: wrk was 91% busy in 1 of 4 runs (theirs "
                             "likewise).")
-    same = claims.protocols(frame("not testable here", 3, 1, 0, busy), frame("not testable here", 2, 2, 0, busy))
-    assert same.iloc[0]["why"] == "Neither protocol's runs can judge it: wrk was 91% busy in 1 of 4 runs."
-    both_cold = claims.protocols(frame("inconclusive", 3, 1, 9), frame("inconclusive", 2, 2, 0)).iloc[0]
-    assert both_cold["why"] == ("Inconclusive under both protocols. 9 of their runs were measured before the server "
+    same = claims.procedures(frame("not testable here", 3, 1, 0, busy), frame("not testable here", 2, 2, 0, busy))
+    assert same.iloc[0]["why"] == "Neither procedure's runs can judge it: wrk was 91% busy in 1 of 4 runs."
+    both_cold = claims.procedures(frame("inconclusive", 3, 1, 9), frame("inconclusive", 2, 2, 0)).iloc[0]
+    assert both_cold["why"] == ("Inconclusive under both procedures. 9 of their runs were measured before the server "
                                 "was warm."), "a cold replay is said even where the verdicts agree"
 
 
-def test_the_report_says_which_claims_are_protocol_sensitive_or_that_none_is_per_stack():
+def test_the_report_says_which_claims_are_procedure_sensitive_or_that_none_is_per_stack():
     from benchlab.present import claimtables
 
     def frame(*verdicts):
@@ -391,27 +392,27 @@ def test_the_report_says_which_claims_are_protocol_sensitive_or_that_none_is_per
               ("theirs", "controlled"): frame("inconclusive", "inconclusive", "inconclusive", "differs"),
               ("theirs", "theirs"): frame("inconclusive", "not testable here", "differs", "differs")}
     assert claimtables.sensitivity(judged) == (
-        "Both protocols judged 3 of 4 claims: 2 are protocol-sensitive (a, b). "
-        "Both protocols judged 3 of 4 claims on their stack: none is protocol-sensitive.")
+        "Both procedures judged 3 of 4 claims: 2 are procedure-sensitive (a, b). "
+        "Both procedures judged 3 of 4 claims on their stack: none is procedure-sensitive.")
     assert claimtables.sensitivity({key: f for key, f in judged.items() if key[1] == "controlled"}) == "", \
-        "one protocol: nothing to say"
+        "one procedure: nothing to say"
 
 
-def test_their_protocol_is_their_warm_up_and_runs_back_to_back_in_their_sequence():
+def test_their_procedure_is_their_warm_up_and_runs_back_to_back_in_their_sequence():
     from benchlab.present import replay
     from benchlab.present.notebook import ParameterError
 
     table = claims.read()
-    theirs = replay.protocol_options(table, "wrk", "theirs", repeats=5, warmup="auto")
+    theirs = replay.procedure_options(table, "wrk", "theirs", repeats=5, warmup="auto")
     assert theirs["options"] == {"repeats": 1, "windows": 3, "warmup": 0.0} and theirs["sequence"] is None
-    k6 = replay.protocol_options(table, "rate-10k", "theirs", repeats=5, warmup="auto")
+    k6 = replay.procedure_options(table, "rate-10k", "theirs", repeats=5, warmup="auto")
     assert k6["sequence"] == ["spring-tomcat+vt@java25", "spring-webflux"] and k6["options"]["windows"] == 2
-    assert replay.protocol_options(table, "wrk", "controlled", repeats=5, warmup="auto")["options"] == {
+    assert replay.procedure_options(table, "wrk", "controlled", repeats=5, warmup="auto")["options"] == {
         "repeats": 5, "warmup": "auto"}
     assert replay.in_sequence(["a", "b", "c"], ["c", "a"]) == ["c", "a", "b"]
     assert replay.in_sequence(["a", "b"], None) == ["a", "b"]
-    with pytest.raises(ParameterError, match="protocol 'mine': choose controlled, theirs, both"):
-        replay.check(experiments=["wrk"], users=[1], loops=[1], count_drivers=["wrk"], protocol="mine")
+    with pytest.raises(ParameterError, match="procedure 'mine': choose controlled, theirs, both"):
+        replay.check(experiments=["wrk"], users=[1], loops=[1], count_drivers=["wrk"], procedure="mine")
 
 
 def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_shape():
@@ -447,9 +448,9 @@ def test_claims_are_chosen_by_id_or_source_and_each_experiment_replays_its_load_
     assert set(replay.NOT_REPLAYED) | set(replay.EXPERIMENTS) == set(table["experiment"])
 
 
-def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_claim():
+def test_the_report_table_puts_both_procedures_and_their_verdict_beside_each_claim():
     from benchlab.present import claimtables
-    from benchlab.schema import PROTOCOL_SENSITIVE
+    from benchlab.schema import PROCEDURE_SENSITIVE
 
     table = pd.DataFrame([claim(claim="u", published=1.47, untestable=math.nan)])
     warm = Suite(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]))
@@ -457,19 +458,19 @@ def test_the_report_table_puts_both_protocols_and_their_verdict_beside_each_clai
                  + runs("spring-undertow", [90.0, 160.0, 150.0], warmup=0.0, one_fork=True))
     by_run = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
     shown = claimtables.verdicts(table, by_run, ["jmeter"])
-    assert list(shown.columns) == ["it says", "load", "published", "their protocol", "controlled", "verdict", "why"]
+    assert list(shown.columns) == ["it says", "load", "published", "their procedure", "controlled", "verdict", "why"]
     row = shown.loc["u"]
-    assert row["controlled"].startswith("holds (1.") and row["their protocol"].startswith("inconclusive (1.")
-    assert row["verdict"] == "protocol-sensitive" and "protocol-sensitive" in PROTOCOL_SENSITIVE
-    assert row["why"].startswith("It is inconclusive under its own protocol and holds under the "
+    assert row["controlled"].startswith("holds (1.") and row["their procedure"].startswith("inconclusive (1.")
+    assert row["verdict"] == "procedure-sensitive" and "procedure-sensitive" in PROCEDURE_SENSITIVE
+    assert row["why"].startswith("It is inconclusive under its own procedure and holds under the "
                                  "controlled one: repeats: their 3 runs per server came from 1")
     # two stacks: a row per claim and stack, the claim's words once
     stacks = claimtables.verdicts(table, {**by_run, ("theirs", "controlled"): ({"wrk": warm}, {}),
                                           ("theirs", "theirs"): ({"wrk": warm}, {})}, ["jmeter"])
     assert list(stacks["stack"]) == ["our stack", "their stack"] and list(stacks.index) == ["u", "u"]
-    assert list(stacks["verdict"]) == ["protocol-sensitive", "holds"] and list(stacks["published"]) == ["1.47", ""]
+    assert list(stacks["verdict"]) == ["procedure-sensitive", "holds"] and list(stacks["published"]) == ["1.47", ""]
     alone = claimtables.verdicts(table, {("ours", "controlled"): ({"wrk": warm}, {})}, ["jmeter"])
-    assert not [c for c in alone.columns if "protocol" in c], "one protocol: no protocol columns"
+    assert not [c for c in alone.columns if "procedure" in c], "one procedure: no procedure columns"
 
 
 def test_the_count_drivers_stand_side_by_side_with_the_claims_they_change():

@@ -26,7 +26,7 @@ def test_each_tuple_of_values_is_its_literals(alias, values):
 
 def test_the_claim_verdicts_explained_are_the_literals_words():
     assert tuple(schema.CLAIM_VERDICTS) == get_args(schema.ClaimVerdict)
-    assert tuple(schema.PROTOCOL_SENSITIVE) == get_args(schema.Sensitive)
+    assert tuple(schema.PROCEDURE_SENSITIVE) == get_args(schema.Sensitive)
 
 
 def test_the_modules_that_check_a_closed_set_take_schemas_values():

@@ -160,14 +160,14 @@ def test_sweep_notebook_over_rates_draws_latency_against_throughput(tmp_path, ja
 def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     from benchlab.analysis import claims
     from benchlab.present import replay
-    from benchlab.schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
+    from benchlab.schema import CLAIM_VERDICTS, PROCEDURE_SENSITIVE
 
     results = tmp_path / "reproduce-results"
     sources = ["wrk write-up", "JMeter write-up", "jhipster"]
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": SERVERS, "baseline": "spring-tomcat", "repeats": 1, "duration": "2s", "warmup": "1s",
         "connections": 200, "users": [100], "loops": [1000], "count_scale": 0.01, "results_dir": str(results),
-        "stack": "theirs", "protocol": "both", "claims": sources, "count_drivers": ["jmeter"]},
+        "stack": "theirs", "procedure": "both", "claims": sources, "count_drivers": ["jmeter"]},
         output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
     stored = {p: json.loads(Path(p).read_text()) for p in run_files(results)}
@@ -178,11 +178,11 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
                for r in runs if r["params"]["driver"] == "jmeter")
     assert all(Path(p).parts[-3] in ("wrk", "count-jmeter", "count-wrk") and "their-stack" in p
                for p in stored), "only the chosen sources' experiments ran (no wrk-512, no jmeter-ramp)"
-    # two protocols: ours, one window per fork after the 1 s warm-up; theirs, no warm-up and 3 runs back to
+    # two procedures: ours, one window per fork after the 1 s warm-up; theirs, no warm-up and 3 runs back to
     # back against one server
     kept = {}
     for path, r in stored.items():
-        way = "theirs" if "their-protocol" in path else "controlled"
+        way = "theirs" if "their-procedure" in path else "controlled"
         kept.setdefault((way, Path(path).parts[-3], r["params"]["server"]), []).append(
             (r["params"]["warmup"], r["params"]["fork"], r["params"]["window"]))
     for (way, experiment, server), forks in kept.items():
@@ -197,20 +197,20 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert said in text_of(done.ipynb)
     # The header of what was measured opens the notebook; the verdict table is the first table after it,
     # in the notebook and in the report: one row per chosen claim, each with a verdict word and its sentence,
-    # and the verdict of both protocols beside it.
+    # and the verdict of both procedures beside it.
     tables = [o["data"]["text/html"] for _, o in outputs(done.ipynb) if "text/html" in o.get("data", {})]
     assert "benchlab-header" in tables[0] and "What was measured" in tables[0]
     first = tables[1]
     chosen = replay.select(claims.read(), sources)
     heads = re.findall(r"<th>(.*?)</th>", first.split("<tbody>", 1)[0], re.S)
-    assert heads[1:9] == ["stack", "it says", "load", "published", "their protocol", "controlled", "verdict", "why"]
+    assert heads[1:9] == ["stack", "it says", "load", "published", "their procedure", "controlled", "verdict", "why"]
     rows = re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S)
     assert [claim for claim, _ in rows] == list(chosen["claim"]) and len(rows) == 11
     for claim, row in rows:
         cells = re.findall(r"<td>(.*?)</td>", row, re.S)
         assert cells[0] == "their stack", (claim, cells)
         assert {cells[4].split(" (")[0], cells[5].split(" (")[0]} <= set(CLAIM_VERDICTS), (claim, cells)
-        assert cells[6] in {*CLAIM_VERDICTS, *PROTOCOL_SENSITIVE} and cells[7].endswith("."), "its sentence"
+        assert cells[6] in {*CLAIM_VERDICTS, *PROCEDURE_SENSITIVE} and cells[7].endswith("."), "its sentence"
     assert "not testable here" in first and "no finished run of spring-undertow" in first
     html = done.html.read_text()
     assert html.index("wrk-undertow-rps") < html.index("The wrk experiment: ratios to the baseline")
@@ -223,7 +223,7 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
 
     reasons = [INVALID[flag] for flag in ("generator_bound", *WARMTH)]
     assert "not testable here" not in judged or any(reason in judged for reason in reasons), judged
-    assert "Each source: its protocol beside ours" in html
+    assert "Each source: its procedure beside ours" in html
     assert "no warm-up, 3 runs back to back against one server each" in tables[2], "the sources' table"
     text = text_of(done.ipynb)
     assert "count claims get a different verdict with another driver" in text
@@ -235,20 +235,20 @@ def test_reproduce_notebook_judges_every_claim_first(tmp_path, jars):
     assert "their stack: wrk on the JVM's own GC and heap, Java 25 for their 24" in text
 
 
-def test_reproduce_notebook_replays_an_ab_claim_with_h2load_under_both_protocols(tmp_path, jars):
+def test_reproduce_notebook_replays_an_ab_claim_with_h2load_under_both_procedures(tmp_path, jars):
     """jhipster issue 814 (ab -n 10000 -c 50, Jetty against Undertow) replays through h2load at the table's own
-    load shape: 50 users, the loops scaled; its protocol is one run a server, no warm-up."""
-    from benchlab.schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE
+    load shape: 50 users, the loops scaled; its procedure is one run a server, no warm-up."""
+    from benchlab.schema import CLAIM_VERDICTS, PROCEDURE_SENSITIVE
 
     results = tmp_path / "jhipster-results"
     done = report.execute(NOTEBOOKS / "reproduce.ipynb", {
         "servers": ["spring-jetty", "spring-undertow"], "baseline": "spring-jetty", "repeats": 1, "duration": "2s",
-        "warmup": "1s", "count_scale": 0.05, "results_dir": str(results), "protocol": "both",
+        "warmup": "1s", "count_scale": 0.05, "results_dir": str(results), "procedure": "both",
         "claims": ["jhipster"]}, output=tmp_path / "reproduce.ipynb")
     assert errors(done.ipynb) == []
     stored = {p: json.loads(Path(p).read_text()) for p in run_files(results)}
     assert {Path(p).parts[-3] for p in stored} == {"h2load-count"}, "only the chosen source's experiment ran"
-    ran = {("theirs" if "their-protocol" in p else "controlled", r["params"]["server"]):
+    ran = {("theirs" if "their-procedure" in p else "controlled", r["params"]["server"]):
            (r["params"]["driver"], r["params"]["users"], r["params"]["loops"], r["params"]["warmup"], r["status"])
            for p, r in stored.items()}
     assert set(ran) == {(way, server) for way in ("controlled", "theirs")
@@ -260,15 +260,15 @@ def test_reproduce_notebook_replays_an_ab_claim_with_h2load_under_both_protocols
     rows = dict(re.findall(r"<tr>\s*<th>([\w-]+)</th>(.*?)</tr>", first.split("<tbody>", 1)[1], re.S))
     assert list(rows) == ["jhipster814-jetty-undertow-rps"]
     cells = re.findall(r"<td>(.*?)</td>", rows["jhipster814-jetty-undertow-rps"], re.S)
-    words = [c.split(" (")[0] for c in cells if c.split(" (")[0] in {*CLAIM_VERDICTS, *PROTOCOL_SENSITIVE}]
-    assert len(words) == 3, ("a verdict for each protocol and their joint one", cells)
+    words = [c.split(" (")[0] for c in cells if c.split(" (")[0] in {*CLAIM_VERDICTS, *PROCEDURE_SENSITIVE}]
+    assert len(words) == 3, ("a verdict for each procedure and their joint one", cells)
     text = text_of(done.ipynb)
     assert "h2load, 50 users x 10 loops (theirs 200)" in text
-    # the report says what the two protocols decided: which claims are protocol-sensitive, or that none is
-    said = re.search(r"Both protocols judged (\d) of 1 claims: (none is protocol-sensitive|1 is protocol-sensitive "
+    # the report says what the two procedures decided: which claims are procedure-sensitive, or that none is
+    said = re.search(r"Both procedures judged (\d) of 1 claims: (none is procedure-sensitive|1 is procedure-sensitive "
                      r"\(jhipster814-jetty-undertow-rps\))\.", text)
     assert said, text
-    assert (said.group(2) == "none is protocol-sensitive") == (words[2] != "protocol-sensitive"), (said[0], words)
+    assert (said.group(2) == "none is procedure-sensitive") == (words[2] != "procedure-sensitive"), (said[0], words)
 
 
 def test_explore_notebook_presses_run_and_draws(tmp_path, jars):

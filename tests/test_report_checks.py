@@ -70,12 +70,15 @@ def test_a_report_that_fails_says_so_in_one_line_without_the_kernels_tcp_warning
     assert (tmp_path / "out.ipynb").exists()
 
 
-def test_a_notebooks_own_parameter_under_an_options_name_is_left_to_the_notebook():
-    # reproduce.ipynb's protocol is how a claim is replayed (controlled, theirs, both): its default, "controlled", is
-    # no value of the run option protocol (what the requests speak), so the report leaves it to the notebook's check
-    reproduce, compare = (ROOT / "notebooks" / f"{n}.ipynb" for n in ("reproduce", "compare"))
-    report.check_options({"protocol": "both"}, reproduce)
+def test_a_notebooks_own_parameter_under_an_options_name_is_left_to_the_notebook(tmp_path):
+    # a user's notebook whose "protocol" is how its runs are taken (its default "controlled" is no value of the run
+    # option protocol, what the requests speak): the report leaves it to the notebook's own check
+    mine, compare = tmp_path / "mine.ipynb", ROOT / "notebooks" / "compare.ipynb"
+    parameters = nbformat.v4.new_code_cell('protocol: str = "controlled"\nrepeats = 3',
+                                           metadata={"tags": ["parameters"]})
+    nbformat.write(nbformat.v4.new_notebook(cells=[parameters]), str(mine))
+    report.check_options({"protocol": "both"}, mine)
     with pytest.raises(UsageError, match="unknown protocol 'both'"):
         report.check_options({"protocol": "both"}, compare)
     with pytest.raises(UsageError, match="repeats must be"):
-        report.check_options({"protocol": "both", "repeats": "abc"}, reproduce)
+        report.check_options({"protocol": "both", "repeats": "abc"}, mine)

@@ -8,6 +8,7 @@ import pytest
 
 from benchlab import reproduce
 from benchlab.analysis import claims
+from benchlab.errors import ResultsError
 from benchlab.present import replay
 from benchlab.running.options import Comparison
 from benchlab.store.results import Run, save
@@ -56,6 +57,21 @@ def test_a_replay_read_back_finds_each_experiments_folder_and_says_how_it_ran(tm
     assert "the published experiments, re-run: wrk" in str(header)
 
 
+def test_runs_stored_under_the_older_word_their_protocol_are_read_back_where_they_are(tmp_path):
+    table = claims.read()
+    chosen = replay.replayable(replay.select(table, ["wrk write-up"]))
+    for server in SERVERS:
+        store(tmp_path / "their-protocol" / "wrk", server, 1)  # stored before the source's procedure had that name
+    seeds = reproduce.Seeds(duration="2s", users=[100], loops=[1000], count_drivers=["jmeter"])
+    template = Comparison.of(servers=SERVERS, baseline="spring-tomcat")
+    done = reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs",
+                                 run=False)
+    assert len(done.by_run[("ours", "theirs")][0]["wrk"].records) == 2
+    (tmp_path / "their-procedure").mkdir()  # once runs are stored under the new word, those are the ones read
+    with pytest.raises(ResultsError, match="their-procedure/wrk"):
+        reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs", run=False)
+
+
 def test_the_published_setups_beside_ours_come_from_the_claims_table():
     seeds = reproduce.Seeds(threads=None, users=[100, 1000], loops=[1000, 100], count_scale=0.1)
     table = reproduce.Replayed().differences(claims.read(), seeds, warmup="auto")
@@ -85,12 +101,12 @@ def test_each_experiment_is_the_template_changed_by_its_plan_and_takes_compares_
     template = Comparison.of(servers=[*SERVERS, "spring-undertow"], baseline="spring-jetty", repeats=2,
                              warmup="5s", backend="local", server_cpus="0", load_cpus="1")
     reproduce.experiments(chosen, table, ["wrk", "jmeter", "h2load-count"], seeds, template, base=tmp_path,
-                          stack="both", protocol="both")
+                          stack="both", procedure="both")
     machine = {"backend": "local", "server_cpus": "0", "load_cpus": "1"}
     assert taken[tmp_path / "wrk"] == Comparison.of(
         servers=[*SERVERS, "spring-undertow"], scenarios=["hello"], connections=[200], threads=None, duration="2s",
         repeats=2, warmup="5s", baseline="spring-jetty", driver=None, **machine)
-    theirs = taken[tmp_path / "their-protocol" / "wrk"]
+    theirs = taken[tmp_path / "their-procedure" / "wrk"]
     assert (theirs.repeats, theirs.windows, theirs.run.warmup) == (1, 3, 0.0)
     plan = replay.plan(chosen, "h2load-count", duration=2.0, count_scale=0.1, servers=template.servers)["options"]
     assert taken[tmp_path / "h2load-count"] == Comparison.of(**plan, repeats=2, warmup="5s", baseline="spring-jetty",

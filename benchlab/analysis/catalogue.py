@@ -3,7 +3,8 @@
 ``data/published/claims.csv`` holds one published claim a row (docs/claims-sources.md: what each column holds and
 where each claim is from); :mod:`benchlab.analysis.claims` judges them. A claim's **wire** is what its requests
 spoke (``http1``, ``h2c``, ``h2``, ``https``: the run option ``protocol``'s values), its **streams** the requests
-in flight on each HTTP/2 connection; "protocol" on the claims' side is how runs were taken (controlled or theirs).
+in flight on each HTTP/2 connection; a claim's **procedure** is how its runs were taken (the source's warm-up, runs
+and sequence: the ``procedure_*`` columns).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..schema import PROTOCOLS as WIRES
 TABLE = ("claim", "source", "url", "experiment", "tool", "connections", "threads", "duration_s", "users", "loops",
          "rate", "pipelining", "scenario", "metric", "server", "baseline", "order", "published", "figures", "unit",
          "statement", "stack", "java", "jvm_opts", "machine", "warmup", "runs", "run_order", "untestable", "replay",
-         "protocol_warmup_s", "protocol_runs", "protocol_sequence", "keepalive", "wire", "streams")
+         "procedure_warmup_s", "procedure_runs", "procedure_sequence", "keepalive", "wire", "streams")
 
 
 def read(path=None) -> pd.DataFrame:

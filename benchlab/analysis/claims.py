@@ -14,11 +14,11 @@ has fewer than two clean values left; its reason names the flag.
 
 Only runs over a claim's **wire** with its **streams** judge it (:mod:`.catalogue`: an empty cell is HTTP/1.1, one).
 
-Two protocols judge a claim (:data:`PROTOCOLS`). The *controlled* one is benchlab's: warm runs, interleaved forks,
+Two procedures judge a claim (:data:`PROCEDURES`). The *controlled* one is benchlab's: warm runs, interleaved forks,
 and each fork (a fresh server) one value, its windows averaged. *Theirs* replays what the source did: its warm-up
 (mostly none), its number of runs, back to back against one server each, every run counted as one value as they
-counted it. There a run that was not warm does not block the verdict (that is their protocol) but is counted, and
-:func:`protocols` names it when the two protocols disagree.
+counted it. There a run that was not warm does not block the verdict (that is their procedure) but is counted, and
+:func:`procedures` names it when the two procedures disagree.
 """
 
 from __future__ import annotations
@@ -29,30 +29,30 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..schema import CLAIM_VERDICTS, PROTOCOL_SENSITIVE, ClaimVerdict
+from ..schema import CLAIM_VERDICTS, PROCEDURE_SENSITIVE, ClaimVerdict
 from . import cells, intervals, stats, validity
 from .catalogue import given, streams, wire
 from .catalogue import read as read  # claims.read(): the table's door
 from .flags import runs_flags
 from .validity import WARMTH
 
-#: How a claim's runs were taken and counted: benchlab's controlled protocol, or the source's own.
-PROTOCOLS = ("controlled", "theirs")
+#: How a claim's runs were taken and counted: benchlab's controlled procedure, or the source's own.
+PROCEDURES = ("controlled", "theirs")
 
 COLUMNS = ("claim", "source", "experiment", "load", "metric", "claim_text", "published", "ours", "low",
            "high", "our_order", "values", "forks", "cold", "verdict", "reason", "why")
 
 HOLDS, DIFFERS, REVERSED, INCONCLUSIVE, NOT_TESTABLE = CLAIM_VERDICTS
-(SENSITIVE,) = PROTOCOL_SENSITIVE
+(SENSITIVE,) = PROCEDURE_SENSITIVE
 
 
-def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protocol: str = "controlled"
+def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, procedure: str = "controlled"
           ) -> pd.DataFrame:
     """One row per claim: our ratio with its interval at ``1 - alpha`` (an ordering: ``our_order``), the verdict
     (:data:`benchlab.schema.CLAIM_VERDICTS`), the flag that made it untestable, and one sentence saying why.
 
     ``suites`` maps an experiment (``"wrk"``, ``"jmeter"``) to a :class:`benchlab.Suite` or a runs frame.
-    ``protocol`` (:data:`PROTOCOLS`) says how the runs count: "controlled", one value per fork; "theirs",
+    ``procedure`` (:data:`PROCEDURES`) says how the runs count: "controlled", one value per fork; "theirs",
     one value per run, as the source counted them, with runs that were not warm counted in ``cold``.
     ``values`` is how many values each server gave, ``forks`` from how many server processes.
 
@@ -64,13 +64,13 @@ def judge(claims: pd.DataFrame, suites: Mapping, *, alpha: float = 0.05, protoco
     >>> judge(read().head(1), {})["verdict"].tolist()
     ['not testable here']
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol {protocol!r}: choose {', '.join(PROTOCOLS)}")
+    if procedure not in PROCEDURES:
+        raise ValueError(f"procedure {procedure!r}: choose {', '.join(PROCEDURES)}")
     rows = []
     for claim in claims.to_dict("records"):
         suite = suites.get(claim["experiment"])
         runs = suite if suite is None or isinstance(suite, pd.DataFrame) else suite.runs
-        rows.append({**_describe(claim), **_judge_one(claim, runs, alpha, protocol)})
+        rows.append({**_describe(claim), **_judge_one(claim, runs, alpha, procedure)})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -156,9 +156,9 @@ def _over(claim, runs: pd.DataFrame) -> pd.Series:
     return (spoke == wire(claim)) & (flight == streams(claim))
 
 
-def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", protocol: str = "controlled"):
+def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", procedure: str = "controlled"):
     """(reason, sentence) when these runs cannot judge the claim, else None: no finished run of a server, mixed
-    setups, or a server left with no clean run by :mod:`.validity` (under their protocol :data:`WARMTH` blocks no
+    setups, or a server left with no clean run by :mod:`.validity` (under their procedure :data:`WARMTH` blocks no
     run of theirs)."""
     if len(here):
         finished = set(cells.ok(here)["server"])
@@ -176,8 +176,8 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", prot
         return "mixed setups", (f"the runs at {where} differ in {', '.join(setups)}: judge one setup at a time "
                                 "(one suite per setup)")
     ok = cells.ok(here).reset_index(drop=True)
-    found = validity.reasons(ok, exempt=WARMTH if protocol == "theirs" else ())
-    keys = ok["id"] if protocol == "theirs" else pd.Series(cells.fork_keys(ok))  # a value: a run, or a fork
+    found = validity.reasons(ok, exempt=WARMTH if procedure == "theirs" else ())
+    keys = ok["id"] if procedure == "theirs" else pd.Series(cells.fork_keys(ok))  # a value: a run, or a fork
     for server in servers(claim):
         mine = [i for i in range(len(ok)) if ok["server"].iloc[i] == server]
         flagged = [i for i in mine if found[i]]
@@ -190,9 +190,9 @@ def _untestable(claim, here: pd.DataFrame, where: str, elsewhere: str = "", prot
     return None
 
 
-def _clean(here: pd.DataFrame, protocol: str) -> tuple[pd.DataFrame, str]:
+def _clean(here: pd.DataFrame, procedure: str) -> tuple[pd.DataFrame, str]:
     """The runs a claim is judged on (:func:`.validity.usable`), and what its sentence says was left out."""
-    clean, left = validity.usable(here, exempt=WARMTH if protocol == "theirs" else ())
+    clean, left = validity.usable(here, exempt=WARMTH if procedure == "theirs" else ())
     failed = int((here["status"] == "failed").sum()) if "status" in here else 0
     notes = [validity.said(entry) for entry in left.values()]
     notes += [f"{failed} failed run{'' if failed == 1 else 's'} left out"] if failed else []
@@ -218,21 +218,21 @@ def _cold(here: pd.DataFrame) -> int:
     return sum(any(flag in WARMTH for flag in found) for found in validity.reasons(here))
 
 
-def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
+def _judge_one(claim, runs, alpha: float, procedure: str = "controlled") -> dict:
     out = {"ours": math.nan, "low": math.nan, "high": math.nan, "our_order": None, "values": 0, "forks": 0,
            "cold": 0}
     if given(claim.get("untestable")):  # its stack cannot run here, whatever the runs
         why = f"Not testable here: {claim['untestable']}."
         return {**out, "verdict": NOT_TESTABLE, "reason": "not here", "why": why}
     here, where, elsewhere = _point(claim, runs)
-    blocked = _untestable(claim, here, where, elsewhere, protocol)
+    blocked = _untestable(claim, here, where, elsewhere, procedure)
     if blocked:
         reason, sentence = blocked
         return {**out, "verdict": NOT_TESTABLE, "reason": reason, "why": f"Not testable here: {sentence}."}
-    ok, left_out = _clean(here, protocol)
+    ok, left_out = _clean(here, procedure)
     metric = claim["metric"]
     forks = cells.forks(ok)
-    counted = ok if protocol == "theirs" else forks  # theirs: each run a value, as the source had it
+    counted = ok if procedure == "theirs" else forks  # theirs: each run a value, as the source had it
     values = {s: counted[counted["server"] == s] for s in servers(claim)}  # each server's rows
     judged = (_judge_order(claim, values, metric, alpha) if given(claim.get("order"))
               else _judge_pair(claim, values, metric, alpha))
@@ -241,19 +241,19 @@ def _judge_one(claim, runs, alpha: float, protocol: str = "controlled") -> dict:
     if left_out:
         judged["why"] = judged["why"][:-1] + f" (judged on the clean runs: {left_out})."
     fixed = sorted({str(w) for w in ok["warmup"] if w != "auto"}) if "warmup" in ok else []
-    if protocol == "theirs":
-        judged["why"] = judged["why"][:-1] + _their_protocol(ok, judged["cold"])
+    if procedure == "theirs":
+        judged["why"] = judged["why"][:-1] + _their_procedure(ok, judged["cold"])
     elif fixed:  # a fixed warm-up was not judged steady: the verdict may be one of a JVM still warming
         judged["why"] = judged["why"][:-1] + f" (after a fixed {', '.join(fixed)} s warm-up, not judged steady)."
     return judged
 
 
-def _their_protocol(ok: pd.DataFrame, cold: int) -> str:
-    """The end of a sentence judged under the source's protocol: how the runs were taken, and how many were cold."""
+def _their_procedure(ok: pd.DataFrame, cold: int) -> str:
+    """The end of a sentence judged under the source's procedure: how the runs were taken, and how many were cold."""
     warmups = sorted({float(w) for w in pd.to_numeric(ok.get("warmup"), errors="coerce").dropna()})
     warm = ("no warm-up" if warmups == [0.0] else
             f"a {', '.join(f'{w:g}' for w in warmups)} s warm-up" if warmups else "the warm-up rule")
-    return f" (their protocol: {warm}, every run one value; {cold} of {len(ok)} runs not warm)."
+    return f" (their procedure: {warm}, every run one value; {cold} of {len(ok)} runs not warm)."
 
 
 def _judge_pair(claim, values: dict, metric: str, alpha: float) -> dict:
@@ -292,21 +292,21 @@ def _judge_order(claim, values: dict, metric: str, alpha: float) -> dict:
             "why": f"Here the mean {metric} orders {ours.replace('<', ' < ')}; {lead}: {'; '.join(steps)}."}
 
 
-def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim judged under both protocols (two :func:`judge` frames of the same claims, in the same
-    order): each protocol's verdict, and the claim's verdict with one sentence saying why. The verdict is
-    *protocol-sensitive* when the claim holds under one protocol and not under the other (neither untestable), else
-    the controlled one's; the sentence names the part of the protocol the runs show made the difference, or why not.
+def procedures(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim judged under both procedures (two :func:`judge` frames of the same claims, in the same
+    order): each procedure's verdict, and the claim's verdict with one sentence saying why. The verdict is
+    *procedure-sensitive* when the claim holds under one procedure and not under the other (neither untestable), else
+    the controlled one's; the sentence names the part of the procedure the runs show made the difference, or why not.
 
     >>> one = lambda verdict, values, cold: pd.DataFrame([{"claim": "c", "verdict": verdict, "values": values,
     ...                                                     "forks": 1, "cold": cold, "why": "..."}])
-    >>> protocols(one("holds", 3, 3), one("inconclusive", 3, 0)).iloc[0]["verdict"]
-    'protocol-sensitive'
+    >>> procedures(one("holds", 3, 3), one("inconclusive", 3, 0)).iloc[0]["verdict"]
+    'procedure-sensitive'
     """
     rows = []
     for mine, ours in zip(theirs.to_dict("records"), controlled.to_dict("records")):
         t, c = mine["verdict"], ours["verdict"]
-        row = {"claim": ours["claim"], "their protocol": t, "controlled": c}
+        row = {"claim": ours["claim"], "their procedure": t, "controlled": c}
         if NOT_TESTABLE in (t, c) or (t == HOLDS) == (c == HOLDS):
             cold = (f" {mine['cold']} of their runs were measured before the server was warm."
                     if mine.get("cold") and t != NOT_TESTABLE else "")
@@ -314,37 +314,37 @@ def protocols(theirs: pd.DataFrame, controlled: pd.DataFrame) -> pd.DataFrame:
             rows.append({**row, "verdict": c, "why": _agreed(t, c, *reasons) + cold})
             continue
         rows.append({**row, "verdict": SENSITIVE, "why": f"It {'holds' if t == HOLDS else 'is ' + t} under its "
-                     f"own protocol and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
+                     f"own procedure and {'holds' if c == HOLDS else 'is ' + c} under the controlled one: "
                      f"{'; '.join(_causes(mine, ours))}."})
-    return pd.DataFrame(rows, columns=["claim", "their protocol", "controlled", "verdict", "why"])
+    return pd.DataFrame(rows, columns=["claim", "their procedure", "controlled", "verdict", "why"])
 
 
 def _agreed(theirs: ClaimVerdict, controlled: ClaimVerdict, t_why: str, c_why: str) -> str:
-    """The sentence of a claim that is not protocol-sensitive: why not, in the verdicts' words and reasons."""
+    """The sentence of a claim that is not procedure-sensitive: why not, in the verdicts' words and reasons."""
     if theirs == controlled == NOT_TESTABLE:
         alike = re.sub(r"[\d.]+", "#", t_why) == re.sub(r"[\d.]+", "#", c_why)  # the same cause, other counts
         said = "" if t_why == c_why else " (theirs likewise)" if alike else f" (theirs: {t_why})"
-        return f"Neither protocol's runs can judge it: {c_why}{said}."
+        return f"Neither procedure's runs can judge it: {c_why}{said}."
     if controlled == NOT_TESTABLE:
-        return f"The controlled runs cannot judge it ({c_why}); under its own protocol it is {theirs}."
+        return f"The controlled runs cannot judge it ({c_why}); under its own procedure it is {theirs}."
     if theirs == NOT_TESTABLE:
-        return f"Its own protocol's runs cannot judge it ({t_why}); under the controlled one it is {controlled}."
+        return f"Its own procedure's runs cannot judge it ({t_why}); under the controlled one it is {controlled}."
     if theirs == controlled:
-        return f"{controlled.capitalize()} under both protocols."
-    return f"It is {theirs} under its own protocol and {controlled} under the controlled one: it holds under neither."
+        return f"{controlled.capitalize()} under both procedures."
+    return f"It is {theirs} under its own procedure and {controlled} under the controlled one: it holds under neither."
 
 
 def _causes(theirs: dict, controlled: dict) -> list[str]:
-    """What the runs show made the two protocols disagree: the warm-up, the repeats, or neither visibly."""
+    """What the runs show made the two procedures disagree: the warm-up, the repeats, or neither visibly."""
     causes = []
     if theirs["cold"]:
         causes.append(f"warm-up: {theirs['cold']} of their runs were measured before the server was warm "
                       "(its JIT still compiling, or throughput not yet steady)")
     if theirs["values"] <= 1:
-        causes.append("repeats: one run per server gives no interval, so their protocol cannot tell the servers "
+        causes.append("repeats: one run per server gives no interval, so their procedure cannot tell the servers "
                       "apart")
     elif theirs["forks"] < theirs["values"]:
         causes.append(f"repeats: their {theirs['values']} runs per server came from {theirs['forks']} server "
                       f"process{'' if theirs['forks'] == 1 else 'es'}, sharing its JIT's and heap's luck, and count "
                       f"as {theirs['values']} values; ours are {controlled['forks']} fresh servers each")
-    return causes or ["the runs do not show which part of the protocol (warm-up, order, repeats) made it"]
+    return causes or ["the runs do not show which part of the procedure (warm-up, order, repeats) made it"]

@@ -43,8 +43,8 @@ INVALID = {
     "profiled": "taken under the profiler",
 }
 
-#: The flags that say a window was not warm: under a source's own protocol (a claim judged "theirs") they are
-#: counted, not left out, since that protocol measured cold servers on purpose.
+#: The flags that say a window was not warm: under a source's own procedure (a claim judged "theirs") they are
+#: counted, not left out, since that procedure measured cold servers on purpose.
 WARMTH = ("not_warm", "jit_active", "gc_heavy", "server_idle")
 
 #: Failed requests up to this share of a window's requests leave it fit.

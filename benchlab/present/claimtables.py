@@ -1,4 +1,4 @@
-"""The report of claims, for people: the judged claims as one verdict table, each source's protocol beside
+"""The report of claims, for people: the judged claims as one verdict table, each source's procedure beside
 ours, the count claims per driver, and our ratios beside the published ones.
 
 ``notebooks/reproduce.ipynb`` shows these after :mod:`benchlab.present.replay` ran its experiments; each is
@@ -20,24 +20,24 @@ from .replay import NOT_REPLAYED, label
 
 
 def judged_runs(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05) -> dict:
-    """Every claim judged on every (stack, protocol) of ``by_run`` (-> ``({experiment: Suite}, {count driver:
-    Suite})``), its count claims on the first count driver: ``{(stack, protocol): judged frame}``."""
+    """Every claim judged on every (stack, procedure) of ``by_run`` (-> ``({experiment: Suite}, {count driver:
+    Suite})``), its count claims on the first count driver: ``{(stack, procedure): judged frame}``."""
     return {(which, way): claims.judge(chosen, {**found, "jmeter": counted.get(count_drivers[0])}, alpha=alpha,
-                                       protocol=way)
+                                       procedure=way)
             for (which, way), (found, counted) in by_run.items()}
 
 
 def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05,
              judged: Mapping | None = None) -> pd.DataFrame:
-    """The claims table of the report. Where both protocols ran, :func:`by_protocol`'s. Else the first stack's
+    """The claims table of the report. Where both procedures ran, :func:`by_procedure`'s. Else the first stack's
     verdicts and why, the other count drivers beside them, and the other stack's figure and verdict.
     ``judged``: the claims already judged by :func:`judged_runs` (else judged here)."""
     judged = judged or judged_runs(chosen, by_run, count_drivers, alpha=alpha)
-    if both := both_protocols(judged):
-        return by_protocol(chosen, judged, both)
+    if both := both_procedures(judged):
+        return by_procedure(chosen, judged, both)
     (first_stack, first_way), *rest = judged
     counted = by_run[(first_stack, first_way)][1]
-    others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, protocol=first_way)
+    others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, procedure=first_way)
               for driver in count_drivers[1:]}
     table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
     for which, way in rest:
@@ -45,18 +45,18 @@ def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: flo
     return table
 
 
-def by_protocol(chosen: pd.DataFrame, judged: Mapping, both: Mapping) -> pd.DataFrame:
-    """The claims table where both protocols ran (``both``: :func:`both_protocols`): one row per claim and
-    stack, with each protocol's verdict and our figure ("inconclusive (1.15 [0.79, 1.68])"), the verdict of the
-    two (:func:`benchlab.analysis.claims.protocols`) and its sentence. A stack column unless only ours ran; a
+def by_procedure(chosen: pd.DataFrame, judged: Mapping, both: Mapping) -> pd.DataFrame:
+    """The claims table where both procedures ran (``both``: :func:`both_procedures`): one row per claim and
+    stack, with each procedure's verdict and our figure ("inconclusive (1.15 [0.79, 1.68])"), the verdict of the
+    two (:func:`benchlab.analysis.claims.procedures`) and its sentence. A stack column unless only ours ran; a
     claim's text, load and published figure once. The count claims' other drivers have their own table.
 
     >>> one = lambda verdict: pd.DataFrame({"claim": ["a"], "claim_text": ["A is faster"], "load": ["wrk"],
     ...     "published": [1.5], "our_order": [None], "ours": [1.2], "low": [0.9], "high": [1.6], "values": [3],
     ...     "forks": [3], "cold": [0], "verdict": [verdict], "why": ["..."]})
     >>> judged = {("ours", "controlled"): one("inconclusive"), ("ours", "theirs"): one("holds")}
-    >>> by_protocol(pd.DataFrame({"claim": ["a"]}), judged, both_protocols(judged)).loc["a"].tolist()[3:6]
-    ['holds (1.20 [0.90, 1.60])', 'inconclusive (1.20 [0.90, 1.60])', 'protocol-sensitive']
+    >>> by_procedure(pd.DataFrame({"claim": ["a"]}), judged, both_procedures(judged)).loc["a"].tolist()[3:6]
+    ['holds (1.20 [0.90, 1.60])', 'inconclusive (1.20 [0.90, 1.60])', 'procedure-sensitive']
     """
     rows = []
     for at, claim in enumerate(chosen["claim"]):
@@ -66,7 +66,7 @@ def by_protocol(chosen: pd.DataFrame, judged: Mapping, both: Mapping) -> pd.Data
             said = {"it says": ours_["claim_text"], "load": ours_["load"], "published": published}
             rows.append({"claim": claim, "stack": "their stack" if which == "theirs" else "our stack",
                          **({key: "" for key in said} if n else said),
-                         "their protocol": _cell(mine), "controlled": _cell(ours_),
+                         "their procedure": _cell(mine), "controlled": _cell(ours_),
                          "verdict": agreed.iloc[at]["verdict"], "why": agreed.iloc[at]["why"]})
     table = pd.DataFrame(rows).set_index("claim")
     return table.drop(columns="stack") if list(both) == ["ours"] else table
@@ -78,39 +78,39 @@ def _cell(judged) -> str:
     return judged["verdict"] + ("" if figure == "-" else f" ({figure})")
 
 
-def both_protocols(judged: Mapping) -> dict:
-    """Each stack both protocols ran on, and its claims judged under the two
-    (:func:`benchlab.analysis.claims.protocols`): ``{stack: frame}``."""
-    return {which: claims.protocols(judged[(which, "theirs")], judged[(which, "controlled")])
+def both_procedures(judged: Mapping) -> dict:
+    """Each stack both procedures ran on, and its claims judged under the two
+    (:func:`benchlab.analysis.claims.procedures`): ``{stack: frame}``."""
+    return {which: claims.procedures(judged[(which, "theirs")], judged[(which, "controlled")])
             for which in dict.fromkeys(stack for stack, _ in judged)
             if (which, "theirs") in judged and (which, "controlled") in judged}
 
 
 def sensitivity(judged: Mapping) -> str:
-    """What the two protocols decided, a sentence per stack both ran on (``judged``: :func:`judged_runs`):
-    which claims are protocol-sensitive, or that none is, of how many both protocols could judge; "" when only
-    one protocol ran.
+    """What the two procedures decided, a sentence per stack both ran on (``judged``: :func:`judged_runs`):
+    which claims are procedure-sensitive, or that none is, of how many both procedures could judge; "" when only
+    one procedure ran.
 
     >>> one = lambda *verdicts: pd.DataFrame({"claim": ["a", "b", "c"], "verdict": verdicts, "values": 3,
     ...                                        "forks": 1, "cold": 0, "why": "..."})
     >>> sensitivity({("ours", "theirs"): one("holds", "inconclusive", "holds"),
     ...              ("ours", "controlled"): one("inconclusive", "inconclusive", "not testable here")})
-    'Both protocols judged 2 of 3 claims: 1 is protocol-sensitive (a).'
+    'Both procedures judged 2 of 3 claims: 1 is procedure-sensitive (a).'
     """
     said = []
-    for which, both in both_protocols(judged).items():
-        testable = both[["their protocol", "controlled"]].ne(claims.NOT_TESTABLE).all(axis=1)
+    for which, both in both_procedures(judged).items():
+        testable = both[["their procedure", "controlled"]].ne(claims.NOT_TESTABLE).all(axis=1)
         sensitive = list(both.loc[both["verdict"] == claims.SENSITIVE, "claim"])
         where = " on their stack" if which == "theirs" else ""
-        said.append(f"Both protocols judged {int(testable.sum())} of {len(both)} claims{where}: " + (
-            f"{len(sensitive)} {'is' if len(sensitive) == 1 else 'are'} protocol-sensitive ({', '.join(sensitive)})."
-            if sensitive else "none is protocol-sensitive."))
+        said.append(f"Both procedures judged {int(testable.sum())} of {len(both)} claims{where}: " + (
+            f"{len(sensitive)} {'is' if len(sensitive) == 1 else 'are'} procedure-sensitive ({', '.join(sensitive)})."
+            if sensitive else "none is procedure-sensitive."))
     return " ".join(said)
 
 
 def sources(chosen: pd.DataFrame, said: Mapping) -> pd.DataFrame:
     """One row per source of the chosen claims: how it measured (tool, warm-up, runs, order, stack, machine),
-    and beside it how each replay here ran (``said``: (stack, protocol) -> {experiment: words}, as the
+    and beside it how each replay here ran (``said``: (stack, procedure) -> {experiment: words}, as the
     notebook keeps it), or why it was not replayed."""
     rows = []
     for source, group in chosen.groupby("source", sort=False):
@@ -120,7 +120,7 @@ def sources(chosen: pd.DataFrame, said: Mapping) -> pd.DataFrame:
                "their machine": first["machine"]}
         for key, words in said.items():
             fallback = NOT_REPLAYED.get(experiment, "not run (see the experiments parameter)")
-            row[f"here ({label(*key) or 'our stack, controlled protocol'})"] = words.get(experiment, fallback)
+            row[f"here ({label(*key) or 'our stack, controlled procedure'})"] = words.get(experiment, fallback)
         rows.append(row)
     return pd.DataFrame(rows).set_index("source")
 

@@ -1,5 +1,5 @@
 """The replay of the published claims: its parameters checked, the claims chosen, and each experiment's load
-shape, stack and protocol as ``compare()`` options (:mod:`benchlab.present.claimtables` shows what they found).
+shape, stack and procedure as ``compare()`` options (:mod:`benchlab.present.claimtables` shows what they found).
 
 :func:`benchlab.reproduce.experiments` runs the experiments by these plans for ``notebooks/reproduce.ipynb``;
 each is tested on its own (``tests/test_claims.py``).
@@ -31,20 +31,20 @@ COUNT_DRIVERS = ("jmeter", "wrk", "h2load")
 #: ``stack``: what the servers run on. ours: this machine's default java with the JVM's own GC and heap;
 #: theirs: each source's JDK (the nearest installed) and JVM options; both: one after the other.
 STACKS = {"ours": ("ours",), "theirs": ("theirs",), "both": ("ours", "theirs")}
-#: ``protocol``: how the runs are taken (:data:`benchlab.analysis.claims.PROTOCOLS`). controlled: warm by the
+#: ``procedure``: how the runs are taken (:data:`benchlab.analysis.claims.PROCEDURES`). controlled: warm by the
 #: warm-up rule, interleaved fresh servers; theirs: the source's warm-up and runs, back to back; both.
-PROTOCOLS = {"controlled": ("controlled",), "theirs": ("theirs",), "both": ("controlled", "theirs")}
+PROCEDURES = {"controlled": ("controlled",), "theirs": ("theirs",), "both": ("controlled", "theirs")}
 
 
-def check(*, experiments, users, loops, count_drivers, stack="ours", protocol="controlled") -> None:
+def check(*, experiments, users, loops, count_drivers, stack="ours", procedure="controlled") -> None:
     """The replay's own parameters, beyond their types: a ParameterError that says what to give."""
     unknown = sorted(set(experiments) - set(EXPERIMENTS))
     if unknown:
         raise ParameterError(f"unknown experiment {', '.join(unknown)}: choose {', '.join(EXPERIMENTS)}")
     if stack not in STACKS:
         raise ParameterError(f"stack {stack!r}: choose {', '.join(STACKS)}")
-    if protocol not in PROTOCOLS:
-        raise ParameterError(f"protocol {protocol!r}: choose {', '.join(PROTOCOLS)}")
+    if procedure not in PROCEDURES:
+        raise ParameterError(f"procedure {procedure!r}: choose {', '.join(PROCEDURES)}")
     if len(users) != len(loops):
         raise ParameterError("users and loops pair up: give lists of the same length")
     if not count_drivers or sorted(set(count_drivers) - set(COUNT_DRIVERS)):
@@ -157,22 +157,22 @@ def _rate_plan(first, options: dict, *, duration: float) -> dict:
     return {"options": options, "said": said}
 
 
-def protocol_options(claim_table: pd.DataFrame, experiment: str, which: str, *, repeats: int | str,
+def procedure_options(claim_table: pd.DataFrame, experiment: str, which: str, *, repeats: int | str,
                      warmup) -> dict:
-    """The ``compare()`` options of protocol ``which`` (:data:`PROTOCOLS`) for ``experiment``, and the
-    protocol in words. controlled: ``repeats`` fresh servers each, interleaved, warmed by ``warmup``;
+    """The ``compare()`` options of procedure ``which`` (:data:`PROCEDURES`) for ``experiment``, and the
+    procedure in words. controlled: ``repeats`` fresh servers each, interleaved, warmed by ``warmup``;
     theirs: the source's warm-up (none, mostly) and its runs, back to back against one server each
     (``repeats=1, windows=runs``), the servers one after another in their sequence where it is known.
 
-    >>> protocol_options(claims.read(), "wrk", "theirs", repeats=3, warmup="auto")["said"]
+    >>> procedure_options(claims.read(), "wrk", "theirs", repeats=3, warmup="auto")["said"]
     'no warm-up, 3 runs back to back against one server each, the servers one after another'
     """
     if which == "controlled":
         return {"options": {"repeats": repeats, "warmup": warmup}, "sequence": None,
                 "said": f"warm-up {warmup}, {repeats} fresh servers each, interleaved"}
     first = claim_table[claim_table["experiment"] == experiment].iloc[0]
-    seconds, runs = float(first["protocol_warmup_s"]), int(first["protocol_runs"])
-    sequence = str(first["protocol_sequence"]).split(", ") if claims.given(first.get("protocol_sequence")) else None
+    seconds, runs = float(first["procedure_warmup_s"]), int(first["procedure_runs"])
+    sequence = str(first["procedure_sequence"]).split(", ") if claims.given(first.get("procedure_sequence")) else None
     warm = "no warm-up" if seconds == 0 else f"a {seconds:g} s warm-up"
     said = (f"{warm}, {runs} run{'s' if runs != 1 else ''} back to back against one server each, the servers one "
             f"after another" + (f" ({', '.join(sequence)})" if sequence else ""))
@@ -237,6 +237,6 @@ def replayable(chosen: pd.DataFrame) -> pd.DataFrame:
 
 
 def label(which: str, way: str) -> str:
-    """A run's stack and protocol in words, as a column says them: "" for ours and controlled."""
+    """A run's stack and procedure in words, as a column says them: "" for ours and controlled."""
     return ", ".join(word for word in ("their stack" if which == "theirs" else "",
-                                       "their protocol" if way == "theirs" else "") if word)
+                                       "their procedure" if way == "theirs" else "") if word)
