@@ -50,6 +50,7 @@ import numpy as np
 
 import benchlab
 from benchlab.analysis import borrow, cells, history, intervals, pairs, stats, validity
+from benchlab.store.results import frame as runs_frame
 
 NAMES = ("spring-tomcat", "spring-tomcat+threads200")
 ALPHA = 0.05
@@ -116,11 +117,13 @@ def borrowed_rate(rounds: np.ndarray, k: int, splits: int, rng, *, prior, scale:
 
 def priors(paths: list[str], records) -> dict:
     """Per metric, the history's prior of a fork variance by round (:class:`benchlab.analysis.history.History`) for
-    the machine of the A/A's ``records``, its own sitting left out; None where the history holds fewer than 3."""
+    the machine of the A/A's ``records``, its own sitting left out, at the A/A's load point where the history holds
+    3 variances there (as compare() judges); None where it holds fewer than 3 anywhere."""
     named = {history.machine(r) for r in records} - {None}
     found = history.History(history.folders(paths), machine=named.pop() if named else None,
                             exclude={history.sitting(r) for r in records})
-    return {metric: found.prior(metric, True) for metric in ("rps", "p99")}
+    point = cells.load_point(runs_frame(records))
+    return {metric: found.prior(metric, True, point) for metric in ("rps", "p99")}
 
 
 def round_seconds(frame) -> float:
@@ -257,8 +260,8 @@ def _borrowing(paired: np.ndarray, prior, metric: str, splits: int, budget_round
         print(f"  with borrowing: the history holds fewer than {borrow.MIN_VARIANCES} {metric} variances: no prior")
         return
     lent_prior = (prior.d0, prior.s02, prior.df)
-    print(f"  with borrowing ({metric} prior from {prior.count} stored variances, {prior.forks} forks: d0 = "
-          f"{prior.d0:.3g}, s0 = {np.sqrt(prior.s02):.2%}):")
+    print(f"  with borrowing ({metric} prior from {prior.count} stored variances, {prior.forks} forks {prior.scope}: "
+          f"d0 = {prior.d0:.3g}, s0 = {np.sqrt(prior.s02):.2%}):")
     if budget_rounds >= pairs.reach(ALPHA):  # compare() judges these by the signed rank, borrowing nothing
         print(f"    a 10-minute budget buys {budget_rounds} rounds here: judged by the signed rank, as above")
     judged = functools.partial(borrowed_rate, prior=lent_prior)

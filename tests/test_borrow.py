@@ -172,7 +172,8 @@ HERE = {"system": {"hostname": "bench1"}, "cpu": {"model": "Xeon", "logical_cpus
 LAPTOP = {"system": {"hostname": "laptop"}, "cpu": {"model": "M2", "logical_cpus": 8}}
 
 
-def _sitting(suite: str, rounds: int, rng, *, spread: float = 0.03, machine=HERE, shift: float = 1.0):
+def _sitting(suite: str, rounds: int, rng, *, spread: float = 0.03, machine=HERE, shift: float = 1.0,
+             connections: int = 64):
     """Three servers' forks in ``rounds`` rounds, one window each, on ``machine``: spring-jetty ``shift`` times
     spring-tomcat, the round's state shared."""
     from benchlab.store.results import Run
@@ -182,7 +183,8 @@ def _sitting(suite: str, rounds: int, rng, *, spread: float = 0.03, machine=HERE
         state = math.exp(0.1 * rng.standard_normal())
         for server, level in (("spring-tomcat", 1.0), ("spring-jetty", shift), ("spring-undertow", 1.0)):
             rps = 10_000 * level * state * math.exp(spread * rng.standard_normal())
-            records.append(Run(id=f"{suite}-{server}-{r}", params={"server": server, "repeat": r, "connections": 64},
+            records.append(Run(id=f"{suite}-{server}-{r}", params={"server": server, "repeat": r,
+                                                                      "connections": connections},
                                metrics={"rps": rps, "p99": 5.0 / rps * 10_000}, metadata=machine, suite=suite))
     return records
 
@@ -211,6 +213,30 @@ def test_a_stored_suite_borrows_this_machines_history_and_says_so(tmp_path):
     laptop = Suite(_sitting("now", 2, rng, shift=1.25, machine=LAPTOP))
     laptop.history = tuple(stored)  # another machine's history is no prior: only the sitting's servers are pooled
     assert "stored forks" not in laptop.verdicts().iloc[0]["verdict"]
+
+
+def test_the_prior_is_the_judged_load_points_where_three_stored_variances_are_there(tmp_path):
+    """Fork variances differ with the load (a p99's more than an rps's): three stored sittings at the judged cell's
+    own load point make its prior, the others' variances left aside; with fewer there, every load point's do."""
+    from benchlab.analysis import cells
+    from benchlab.analysis.suite import Suite
+
+    rng = np.random.default_rng(5)
+    quiet = [_store(tmp_path, f"c16-{k}", _sitting(f"c16-{k}", 4, rng, spread=0.01, connections=16)) for k in range(3)]
+    loud = [_store(tmp_path, f"c64-{k}", _sitting(f"c64-{k}", 4, rng, spread=0.1)) for k in range(3)]
+    suite = Suite(_sitting("now", 2, rng, connections=16))
+    suite.history = (*quiet, *loud)
+    borrowing = suite._borrowing()
+    here = borrowing.prior("rps", True, cells.load_point(suite.runs))
+    everywhere = borrowing.prior("rps", True)
+    assert (here.scope, here.count, everywhere.scope, everywhere.count) == (
+        "at this load point", 3, "over every load point", 6)
+    # at 16 connections the three agree on their 0.01 spread (weight d0 without bound); mixed with the three at 64
+    # connections (0.1) they disagree, and the prior over every load point weighs almost nothing
+    assert 0.5e-4 < here.s02 < 2e-4 and here.d0 > 100 and everywhere.d0 < 2, (here, everywhere)
+    assert "stored forks at this load point" in suite.verdicts().iloc[0]["verdict"]
+    suite.history = (*quiet[:2], *loud)  # two at 16 connections: too few there, so every load point's
+    assert "stored forks over every load point" in suite.verdicts().iloc[0]["verdict"]
 
 
 def test_a_noisy_sitting_is_flagged_and_a_damaged_stored_run_skipped(tmp_path):

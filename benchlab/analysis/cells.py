@@ -69,6 +69,24 @@ def _keys(column: pd.Series) -> pd.Series:
     return column.astype(object).map(key)
 
 
+#: The load a cell offers, of all its columns (the first of :data:`benchlab.schema.CELL`): borrowed strength fits
+#: its prior from the stored variances at the judged cell's own load point where there are enough of them
+#: (:meth:`benchlab.analysis.history.History.prior`), since a p99's fork variance differs with the load.
+LOAD_POINT = CELL[:CELL.index("keepalive") + 1]
+
+
+def load_point(forks) -> tuple:
+    """The load point of one cell's rows (a runs or forks frame): its :data:`LOAD_POINT` values, as group keys.
+
+    >>> import pandas as pd
+    >>> load_point(pd.DataFrame({"scenario": ["hello"], "connections": [16]}))[:5]
+    ('hello', '-', '-', '-', 16)
+    """
+    first = forks.iloc[0] if len(forks) else {}
+    values = (first.get(column) if column in forks else None for column in LOAD_POINT)
+    return tuple(key(v.item() if isinstance(v, np.generic) else v) for v in values)
+
+
 def restore(value):
     return None if value == "-" else value
 

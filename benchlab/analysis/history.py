@@ -73,13 +73,15 @@ def sitting(record: Run) -> tuple:
 
 @dataclass(frozen=True)
 class Prior:
-    """(d0, s0^2) fitted from ``count`` stored variances of ``forks`` forks, ``df`` their degrees of freedom."""
+    """(d0, s0^2) fitted from ``count`` stored variances of ``forks`` forks, ``df`` their degrees of freedom;
+    ``scope`` says where they were measured: "at this load point" or "over every load point"."""
 
     d0: float
     s02: float
     count: int
     forks: int
     df: float
+    scope: str = "over every load point"
 
 
 class History:
@@ -94,7 +96,8 @@ class History:
         self._variances: list[dict] | None = None
 
     def variances(self) -> list[dict]:
-        """``{"suite", "folder", "metric", "paired", "s2", "d", "forks"}`` per stored sitting, cell and metric."""
+        """``{"suite", "folder", "metric", "paired", "s2", "d", "forks", "point"}`` per stored sitting, cell and
+        metric."""
         if self._variances is None:
             self._variances = [] if self.machine is None else [
                 {"suite": suite, "folder": folder, **found}
@@ -118,29 +121,36 @@ class History:
                     found.setdefault(key, []).append(record)
         return found
 
-    def prior(self, metric: str, paired: bool) -> Prior | None:
-        """The prior of ``metric``'s fork variance of this kind, None from fewer than
-        :data:`benchlab.analysis.borrow.MIN_VARIANCES` stored variances."""
+    def prior(self, metric: str, paired: bool, point: tuple | None = None) -> Prior | None:
+        """The prior of ``metric``'s fork variance of this kind: from the stored variances at load ``point``
+        (:func:`benchlab.analysis.cells.load_point`) where there are :data:`benchlab.analysis.borrow.MIN_VARIANCES`
+        of them, else from those at every load point; None from fewer."""
         mine = [v for v in self.variances() if v["metric"] == metric and v["paired"] == paired]
+        here = [v for v in mine if v["point"] == point]
+        scope = "at this load point" if point is not None and len(here) >= borrow.MIN_VARIANCES else ""
+        mine = here if scope else mine
         if len(mine) < borrow.MIN_VARIANCES:
             return None
         d0, s02 = borrow.fit_prior([v["s2"] for v in mine], [v["d"] for v in mine])
-        return Prior(float(d0), float(s02), len(mine), sum(v["forks"] for v in mine), sum(v["d"] for v in mine))
+        return Prior(float(d0), float(s02), len(mine), sum(v["forks"] for v in mine), sum(v["d"] for v in mine),
+                     scope or "over every load point")
 
 
 def _measured(records: list[Run], metrics: Sequence[str] = ("rps", "p50", "p99")) -> list[dict]:
-    """One sitting's ``{"metric", "paired", "s2", "d", "forks"}`` per cell and metric."""
+    """One sitting's ``{"metric", "paired", "s2", "d", "forks", "point"}`` per cell and metric."""
     clean, _ = usable(frame(records))  # the one rule: a flagged window is in no prior either
     if clean.empty:
         return []
     found = []
     _, groups = cells.group(cells.forks(clean))
     for _, group in groups:
+        point = cells.load_point(group)
         for metric in metrics:
             shape = sittings.layout(group, metric)
             if shape is None:
                 continue
             s2, d = sittings.variance(shape)
             if d > 0 and math.isfinite(s2) and s2 > 0:
-                found.append({"metric": metric, "paired": shape.paired, "s2": s2, "d": d, "forks": shape.forks})
+                found.append({"metric": metric, "paired": shape.paired, "s2": s2, "d": d, "forks": shape.forks,
+                              "point": point})
     return found

@@ -103,7 +103,7 @@ def judge(found: Layout, server, against, prior, *, alpha: float) -> tuple[Borro
     parts = [f"fork variance pooled over {pooled} servers" if pooled > 2 else "fork variance of this pair"]
     if prior is not None and out["d0_used"] > 0:
         fitted = "inf" if math.isinf(prior.d0) else f"{prior.d0:.0f}"
-        parts.append(f"and {prior.forks} stored forks, d0 = {out['d0_used']:.3g} (fitted {fitted})")
+        parts.append(f"and {prior.forks} stored forks {prior.scope}, d0 = {out['d0_used']:.3g} (fitted {fitted})")
     return Borrowed(out["low"], out["high"], out["p"], found.paired, rounds, " ".join(parts)), figures
 
 
@@ -125,7 +125,7 @@ def noisy(runs: pd.DataFrame, borrowing, baseline, *, alpha: float, metrics=("rp
         cell = cell if isinstance(cell, tuple) else (cell,)
         for metric in metrics:
             shape = layout(group, metric)
-            prior = borrowing.prior(metric, shape.paired) if shape is not None else None
+            prior = borrowing.prior(metric, shape.paired, cells.load_point(group)) if shape is not None else None
             if shape is None or prior is None:
                 continue
             for server in (s for s in shape.servers if s != baseline):

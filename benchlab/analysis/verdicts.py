@@ -46,7 +46,7 @@ def verdicts(runs: pd.DataFrame, metric: str = "rps", baseline: str | None = Non
         servers = list(dict.fromkeys(group["server"]))
         kept = kept_by_cell.get(cell, group.iloc[0:0])
         shape = sittings.layout(kept, metric) if borrowing is not None else None
-        prior = borrowing.prior(metric, shape.paired) if shape is not None else None
+        prior = borrowing.prior(metric, shape.paired, cells.load_point(kept)) if shape is not None else None
         if pairs == "all":
             pairings = [(a, b) for i, b in enumerate(servers) for a in servers[i + 1:]]
         else:
