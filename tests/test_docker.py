@@ -113,7 +113,11 @@ def run_watched(spec, directory: Path, client, *, at: str = "verify"):
 
     def watch() -> None:
         while not done.is_set():
-            for container in labelled(client, run_id):
+            try:
+                found = labelled(client, run_id)
+            except NotFound:  # the SDK inspects each container it lists: one removed in between ends the listing
+                found = []
+            for container in found:
                 if container.id not in seen and container.status == "running":
                     try:
                         seen[container.id] = client.api.inspect_container(container.id)

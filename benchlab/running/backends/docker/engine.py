@@ -100,15 +100,18 @@ def _owner_gone(owner: str | None) -> bool:
 
 
 def remove_stale(client) -> list[str]:
-    """Remove labelled containers whose owner process is gone; return their names."""
+    """Remove labelled containers whose owner process is gone; return their names.
+
+    The engine's own list, not the SDK's ``containers.list``, which inspects each container it lists: one that
+    another process removes in between raised NotFound out of the listing (seen in CI, in a test's watcher)."""
     import docker
 
     removed = []
-    for container in client.containers.list(all=True, filters={"label": RUN_LABEL}):
-        if _owner_gone(container.labels.get(OWNER_LABEL)):
+    for found in client.api.containers(all=True, filters={"label": RUN_LABEL}):
+        if _owner_gone((found.get("Labels") or {}).get(OWNER_LABEL)):
             try:
-                container.remove(force=True)
-                removed.append(container.name)
+                client.api.remove_container(found["Id"], force=True)
+                removed.append((found.get("Names") or ["/" + found["Id"][:12]])[0].lstrip("/"))
             except docker.errors.NotFound:
                 pass
     return removed
