@@ -83,7 +83,7 @@ def load_point(forks) -> tuple:
     ('hello', '-', '-', '-', 16)
     """
     first = forks.iloc[0] if len(forks) else {}
-    values = (first.get(column) if column in forks else None for column in LOAD_POINT)
+    values = (first.get(column) for column in LOAD_POINT)  # a column the frame lacks is None
     return tuple(key(v.item() if isinstance(v, np.generic) else v) for v in values)
 
 

@@ -127,13 +127,15 @@ class History:
         of them, else from those at every load point; None from fewer."""
         mine = [v for v in self.variances() if v["metric"] == metric and v["paired"] == paired]
         here = [v for v in mine if v["point"] == point]
-        scope = "at this load point" if point is not None and len(here) >= borrow.MIN_VARIANCES else ""
-        mine = here if scope else mine
-        if len(mine) < borrow.MIN_VARIANCES:
+        if point is not None and len(here) >= borrow.MIN_VARIANCES:
+            mine, scope = here, "at this load point"
+        elif len(mine) >= borrow.MIN_VARIANCES:
+            scope = "over every load point"
+        else:
             return None
         d0, s02 = borrow.fit_prior([v["s2"] for v in mine], [v["d"] for v in mine])
         return Prior(float(d0), float(s02), len(mine), sum(v["forks"] for v in mine), sum(v["d"] for v in mine),
-                     scope or "over every load point")
+                     scope)
 
 
 def _measured(records: list[Run], metrics: Sequence[str] = ("rps", "p50", "p99")) -> list[dict]:
