@@ -112,7 +112,7 @@ def check_options(given: Mapping[str, Any], notebook: str | os.PathLike | None =
     """The report parameters that are options of ``compare()``/``run()`` (:data:`.running.options.OPTIONS`), each
     checked by that option's own rule before a kernel starts: ``repeats`` a whole number or "auto", the
     load's times and counts by :class:`~benchlab.running.load.Load`, the cores by :func:`benchlab.cores.parse_cpus`,
-    a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``run=False``)
+    a choice among its choices, each server by :func:`benchlab.running.servers.get`. A re-render (``measure=False``)
     uses none of them; ``compare()`` checks what needs the machine. A parameter ``notebook`` declares under an
     option's name with a default that option refuses is the notebook's own (a user's notebook whose
     ``protocol = "controlled"`` means something else than what requests speak), which the notebook checks.
@@ -123,7 +123,7 @@ def check_options(given: Mapping[str, Any], notebook: str | os.PathLike | None =
     Traceback (most recent call last):
     benchlab.errors.UsageError: repeats must be a whole number of 1 or more or 'auto', not 'abc'
     """
-    if given.get("run") is False:
+    if given.get("measure") is False:
         return
     own = _own(notebook) if notebook is not None else set()
     for name in (name for name in given if name not in own):  # in the order given: the first mistake is named
@@ -222,7 +222,7 @@ def execute(notebook: str | os.PathLike, parameters: Mapping[str, Any] | None = 
 
     Example
     -------
-    >>> execute("notebooks/compare.ipynb", {"run": False, "results_dir": "data/results/x"})  # doctest: +SKIP
+    >>> execute("notebooks/compare.ipynb", {"measure": False, "results_dir": "data/results/x"})  # doctest: +SKIP
     """
     import time
 

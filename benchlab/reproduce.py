@@ -160,8 +160,8 @@ def _both(wrk, count, column: str, fmt=str) -> str:
 
 
 def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: Seeds, template: Comparison, *,
-                base: Path, stack: str = "ours", procedure: str = "controlled", run: bool = True) -> Replayed:
-    """Run (``run``, else read back from ``base``) every experiment of ``asked`` that a ``chosen`` claim needs,
+                base: Path, stack: str = "ours", procedure: str = "controlled", measure: bool = True) -> Replayed:
+    """Run (``measure``, else read back from ``base``) every experiment of ``asked`` that a ``chosen`` claim needs,
     on each stack of ``stack`` and procedure of ``procedure``: each a comparison into its own folder under ``base``
     (``their-stack``/``their-procedure`` below it where those ran), the count experiment once per load tool
     (``count-<tool>``). Each comparison is the ``template`` (the notebook's servers and baseline, the controlled
@@ -195,9 +195,9 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
                 comparison, words[experiment] = planned
                 if experiment == "jmeter":  # the count experiment, once per load tool
                     for driver in seeds.count_drivers:
-                        counted[driver] = _suite(comparison.changed(driver=driver), place / f"count-{driver}", run)
+                        counted[driver] = _suite(comparison.changed(driver=driver), place / f"count-{driver}", measure)
                 else:
-                    found[experiment] = _suite(comparison, place / experiment, run)
+                    found[experiment] = _suite(comparison, place / experiment, measure)
             done.by_run[(which, way)] = (found, counted)
             done.said[(which, way)] = words
     return done

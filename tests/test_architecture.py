@@ -498,7 +498,8 @@ def test_the_flat_read_scan_sees_a_read_past_the_object():
 GLOSSARY = ("run", "window", "fork", "cell", "host", "protocol", "procedure", "layer")
 #: Each function or class named by a glossary word, and each parameter so named (``module:function(word=)``), with
 #: the meaning it has there. A new one fails until it is listed: name it after what it is, or say here why the
-#: word fits. An entry no longer found fails too. The ones marked "second meaning" are the debt left.
+#: word fits. An entry no longer found fails too. A notebook's parameters are scanned as well
+#: (``notebooks/<name>.ipynb(word=)``), since a parameter is as public as a function's.
 MEANINGS = {
     "benchlab.schema:cell": "the glossary's cell: the one function that names it",
     "benchlab.running.fork:window": "Fork.window measures the fork's next window",
@@ -511,10 +512,10 @@ MEANINGS = {
     "benchlab.analysis.cells:fork_key(fork=)": "a fork's number in its run's parameters",
     "benchlab.analysis.series:of_run(run=)": "a Run",
     "benchlab.present.terminal:format_run(run=)": "a Run",
-    "benchlab.present.notebook:_stored_needed(run=)": "second meaning: a notebook's flag (run the load, or read)",
-    "benchlab.reproduce:experiments(run=)": "second meaning: run the experiments, or read them back",
     "benchlab.store.results:save(run=)": "a Run",
     "benchlab.api:run": "the verb: the public run() the README shows, kept",
+    "notebooks/compare.ipynb(protocol=)": "the protocol requests speak, as compare(protocol=)",
+    "notebooks/reproduce.ipynb(procedure=)": "the procedure a claim is replayed by (controlled, theirs, both)",
     "benchlab.running.process:run": "the verb, as STYLE names it: start a command, wait for it",
     "benchlab.widgets:run": "the verb of the panel's Run button",
     "benchlab.api:compare(protocol=)": "what the requests speak on the wire",
@@ -557,8 +558,16 @@ def glossary_names(module: str, tree: ast.AST) -> set[str]:
     return found
 
 
+def notebook_names() -> set[str]:
+    """Each notebook's parameter named by a glossary word, as ``notebooks/<name>.ipynb(word=)``."""
+    from benchlab.present.notebook import assignments, parameters_source
+
+    return {f"notebooks/{path.name}({name}=)" for path in sorted((PACKAGE.parent / "notebooks").glob("*.ipynb"))
+            for name, _, _ in assignments(parameters_source(path)) if name in GLOSSARY}
+
+
 def test_a_glossary_word_names_only_what_the_glossary_says_or_is_listed():
-    found = set().union(*(glossary_names(name, parsed(path)) for name, path in MODULES.items()))
+    found = set().union(*(glossary_names(name, parsed(path)) for name, path in MODULES.items()), notebook_names())
     new = sorted(found - set(MEANINGS))
     assert not new, (f"named by a glossary word ({', '.join(GLOSSARY)}): {', '.join(new)}; if it means what "
                      "docs/architecture.md's Words say, list it in MEANINGS; if not, name it after what it is")

@@ -158,11 +158,11 @@ def _story_notebook(folder: Path) -> Path:
 
 
 def _report(results: Path, context, folder: Path, tally) -> list[str]:
-    """The report of the same runs (``run=False``), in a 960 px window: the same story."""
+    """The report of the same runs (``measure=False``), in a 960 px window: the same story."""
     from benchlab import report
 
     (results.parent / "story-report").mkdir(exist_ok=True)
-    rendered = report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(results)},
+    rendered = report.execute(ROOT / "notebooks" / "compare.ipynb", {"measure": False, "results_dir": str(results)},
                               output=results.parent / "story-report" / "compare.ipynb")
     page = context.new_page()
     page.set_viewport_size({"width": 960, "height": 1000})

@@ -128,10 +128,10 @@ def _parameters(name: str) -> str:
 def test_only_explore_waits_for_a_press_and_needs_no_stored_runs_to_wait():
     assert notebook.waits(_parameters("explore.ipynb")) is True
     assert notebook.waits(_parameters("compare.ipynb")) is False
-    notebook.check_given(ROOT / "notebooks" / "explore.ipynb", {"run": False})   # the default: nothing needed
+    notebook.check_given(ROOT / "notebooks" / "explore.ipynb", {"measure": False})   # the default: nothing needed
     notebook.check_given(ROOT / "notebooks" / "explore.ipynb", {})
-    with pytest.raises(notebook.ResultsError, match="run=False re-renders stored results"):
-        notebook.check_given(ROOT / "notebooks" / "compare.ipynb", {"run": False})
+    with pytest.raises(notebook.ResultsError, match="measure=False re-renders stored results"):
+        notebook.check_given(ROOT / "notebooks" / "compare.ipynb", {"measure": False})
 
 
 def test_numbers_say_cores_round_ratios_alike_and_notes_read_as_text():

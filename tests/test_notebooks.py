@@ -2,7 +2,7 @@
 
 Each notebook runs top to bottom through :func:`benchlab.report.execute` (the code behind
 ``benchlab report``): real JVMs, real wrk and h2load, 2 s measured after 1 s of warm-up, two servers, one or
-two repeats. Then the re-render path (``run=False``: stored results only, no JVM), and the failure path:
+two repeats. Then the re-render path (``measure=False``: stored results only, no JVM), and the failure path:
 a bad parameter stops the notebook with one clear line as its first output, the executed notebook is
 still written, and ``benchlab report`` exits non-zero naming the cell.
 
@@ -121,7 +121,7 @@ def test_rerender_reads_stored_results_and_starts_nothing(compared, tmp_path, no
     done, results = compared
     before = run_files(results)
     started = time.monotonic()
-    again = report.execute(NOTEBOOKS / "compare.ipynb", {"run": False, "results_dir": str(results)},
+    again = report.execute(NOTEBOOKS / "compare.ipynb", {"measure": False, "results_dir": str(results)},
                            output=tmp_path / "rerender.ipynb")
     assert run_files(results) == before                          # not one run added or rewritten
     assert errors(again.ipynb) == []
@@ -274,7 +274,7 @@ def test_reproduce_notebook_replays_an_ab_claim_with_h2load_under_both_procedure
 def test_explore_notebook_presses_run_and_draws(tmp_path, jars):
     results = tmp_path / "explore-results"
     done = report.execute(NOTEBOOKS / "explore.ipynb", {**TINY, "repeats": 1, "results_dir": str(results),
-                                                        "run": True}, output=tmp_path / "explore.ipynb")
+                                                        "measure": True}, output=tmp_path / "explore.ipynb")
     assert errors(done.ipynb) == []
     assert len(run_files(results)) == 2
     titles = [s["title"]["text"] for s in charts_in(done.ipynb)]
@@ -285,8 +285,8 @@ def test_explore_notebook_presses_run_and_draws(tmp_path, jars):
 @pytest.mark.parametrize("parameters, message", [
     ({"repeat": 3}, "unknown parameter 'repeat': this notebook takes servers"),
     ({"cds": "yes"}, "parameter 'cds' must be bool, not str 'yes'"),
-    ({"run": False, "results_dir": "EMPTY"}, "no runs under"),
-    ({"run": False}, "run=False re-renders stored results: set results_dir"),
+    ({"measure": False, "results_dir": "EMPTY"}, "no runs under"),
+    ({"measure": False}, "measure=False re-renders stored results: set results_dir"),
 ])
 def test_a_bad_parameter_stops_the_notebook_with_a_clear_first_output(parameters, message, tmp_path, no_jvm_left):
     """In the kernel, as in JupyterLab with an edited parameters cell: the check cell stops it, first output."""
@@ -308,7 +308,7 @@ def test_a_bad_parameter_stops_the_notebook_with_a_clear_first_output(parameters
 @pytest.mark.parametrize("parameters, message", [
     ({"repeat": 3}, "unknown parameter 'repeat': compare.ipynb takes servers"),
     ({"cds": "yes"}, "parameter 'cds' must be bool, not str 'yes'"),
-    ({"run": False}, "run=False re-renders stored results: set results_dir"),
+    ({"measure": False}, "measure=False re-renders stored results: set results_dir"),
 ])
 def test_a_report_refuses_bad_parameters_before_any_kernel_starts(parameters, message, tmp_path):
     from benchlab.errors import ResultsError, UsageError
@@ -335,7 +335,7 @@ def test_report_command_refuses_an_unknown_server_before_the_kernel_starts(tmp_p
 def test_batch_runs_every_entry_in_order_and_refuses_a_bad_one_before_any_kernel(stored_runs, tmp_path):
     good = f"""
 defaults:
-  run: false
+  measure: false
   results_dir: {stored_runs}
 reports:
   - notebook: {NOTEBOOKS / "compare.ipynb"}
@@ -356,7 +356,7 @@ reports:
     bad = tmp_path / "bad.yaml"
     sweep = f"  - notebook: {NOTEBOOKS / 'sweep.ipynb'}"
     bad_first = f"""  - notebook: {NOTEBOOKS / 'compare.ipynb'}
-    parameters: {{run: true, servers: [nosuch-server]}}
+    parameters: {{measure: true, servers: [nosuch-server]}}
     output: {tmp_path / "second.ipynb"}
 """
     bad.write_text(good.replace(sweep, bad_first + sweep).replace("first.ipynb", "again.ipynb"))
@@ -403,6 +403,6 @@ def test_factors_notebook_shows_what_each_variant_ran_with_the_interaction_and_t
     text = text_of(done.ipynb)
     assert "spring-tomcat+vt@java25 vs spring-tomcat@java25: " in text
     assert "virtual_threads" in text and "runs" in text, "the verified-settings table"
-    again = report.execute(NOTEBOOKS / "factors.ipynb", {"run": False, "results_dir": str(results)},
+    again = report.execute(NOTEBOOKS / "factors.ipynb", {"measure": False, "results_dir": str(results)},
                            output=tmp_path / "again.ipynb")
     assert errors(again.ipynb) == [] and "spring-tomcat+vt@java25 vs spring-tomcat@java25: " in text_of(again.ipynb)

@@ -96,7 +96,7 @@ def test_the_report_draws_each_server_s_icicle_and_the_layers_offline(profiled_r
 
     from benchlab import report
 
-    done = report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(profiled_runs)},
+    done = report.execute(ROOT / "notebooks" / "compare.ipynb", {"measure": False, "results_dir": str(profiled_runs)},
                           output=tmp_path / "why.ipynb")
     assert "Why one server is faster" in done.html.read_text()
     notebook = nbformat.read(str(done.ipynb), as_version=4)

@@ -48,7 +48,7 @@ def test_spring_beside_the_references_with_the_ceiling_and_the_report(jars, tmp_
     assert 0 < share["share"] < 1 and share["share_low"] <= share["share"] <= share["share_high"]
     said = suite.ceiling().set_index("server").loc["spring-undertow", "text"]
     assert said.startswith("spring-undertow served ") and f"of {fastest}'s requests/s on 1 core" in said
-    stored = {"run": False, "results_dir": str(tmp_path / "results")}
+    stored = {"measure": False, "results_dir": str(tmp_path / "results")}
     done = report.execute(ROOT / "notebooks" / "compare.ipynb", stored, output=tmp_path / "report.ipynb")
     assert errors(done.ipynb) == []
     text = text_of(done.ipynb)

@@ -1,6 +1,6 @@
 """A rendered report, opened in a real headless Chromium with no network: every chart draws, nothing errs.
 
-The report re-renders stored results (``run=False``) so this test needs a kernel and a browser but no load;
+The report re-renders stored results (``measure=False``) so this test needs a kernel and a browser but no load;
 the runs it renders are made once, for real, by the ``stored_runs`` fixture (two servers, 2 s each).
 Chromium is Debian's (/usr/bin/chromium), driven by playwright for Python; requests that leave the page
 are refused and counted, so a report that needs a CDN fails here.
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def rendered(stored_runs, tmp_path_factory) -> report.Report:  # noqa: F811 - stored_runs: the fixture imported above
     out = tmp_path_factory.mktemp("report") / "compare.ipynb"
-    return report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(stored_runs)},
+    return report.execute(ROOT / "notebooks" / "compare.ipynb", {"measure": False, "results_dir": str(stored_runs)},
                           output=out)
 
 
@@ -236,7 +236,7 @@ def story(stored_runs, tmp_path_factory) -> tuple[Path, report.Report]:  # noqa:
                              metrics={**kept.metrics, "rps": kept.metrics["rps"] * 0.6},
                              metadata={**kept.metadata, "retaken": {"attempt": 1, "for": kept.id}}), aside)
     out = tmp_path_factory.mktemp("story-report") / "compare.ipynb"
-    return folder, report.execute(ROOT / "notebooks" / "compare.ipynb", {"run": False, "results_dir": str(folder)},
+    return folder, report.execute(ROOT / "notebooks" / "compare.ipynb", {"measure": False, "results_dir": str(folder)},
                                   output=out)
 
 

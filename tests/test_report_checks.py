@@ -38,7 +38,7 @@ def test_a_bad_option_value_is_refused_by_its_own_rule(given, says):
 @pytest.mark.parametrize("given", [
     {"repeats": "auto", "duration": "2s", "warmup": "auto", "connections": "16,64", "servers": ["spring-jetty"]},
     {"repeats": 3, "duration": 5, "timeout": "1s", "load_cpus": None, "rates": None, "threads": None},
-    {"run": False, "repeats": "abc", "results_dir": "anything"},   # a re-render uses no option
+    {"measure": False, "repeats": "abc", "results_dir": "anything"},   # a re-render uses no option
     {"scenario": "whatever", "title": "not an option"},            # a notebook's own parameters are its own
 ])
 def test_good_values_and_other_parameters_pass(given):

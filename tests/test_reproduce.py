@@ -43,7 +43,7 @@ def test_a_replay_read_back_finds_each_experiments_folder_and_says_how_it_ran(tm
             store(tmp_path / "wrk", server, repeat)
     seeds = reproduce.Seeds(duration="2s", users=[100], loops=[1000], count_drivers=["jmeter"])
     template = Comparison.of(servers=SERVERS, baseline="spring-tomcat")
-    done = reproduce.experiments(chosen, table, ["wrk", "h2load-count"], seeds, template, base=tmp_path, run=False)
+    done = reproduce.experiments(chosen, table, ["wrk", "h2load-count"], seeds, template, base=tmp_path, measure=False)
     said = caplog.text  # a warning of the benchlab log: in a notebook, its stderr
     # jhipster compares Jetty with Undertow, and Undertow is not asked for: its experiment does not run
     assert "h2load-count: each of its claims compares a server that is not in servers, so it does not run" in said
@@ -65,11 +65,11 @@ def test_runs_stored_under_the_older_word_their_protocol_are_read_back_where_the
     seeds = reproduce.Seeds(duration="2s", users=[100], loops=[1000], count_drivers=["jmeter"])
     template = Comparison.of(servers=SERVERS, baseline="spring-tomcat")
     done = reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs",
-                                 run=False)
+                                 measure=False)
     assert len(done.by_run[("ours", "theirs")][0]["wrk"].records) == 2
     (tmp_path / "their-procedure").mkdir()  # once runs are stored under the new word, those are the ones read
     with pytest.raises(ResultsError, match="their-procedure/wrk"):
-        reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs", run=False)
+        reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs", measure=False)
 
 
 def test_the_published_setups_beside_ours_come_from_the_claims_table():

@@ -6,7 +6,7 @@ Every benchlab notebook opens with one call, right after its ``parameters`` cell
 
 which checks the parameters against the types the parameters cell declares (``repeats: int = 3``, read
 as Python by :func:`assignments`: papermill's line parser skips a value holding "=", such as a JVM option), makes
-sure ``results_dir`` holds runs when ``run=False``, shows charts offline (:func:`enable_charts`) and widens
+sure ``results_dir`` holds runs when ``measure=False``, shows charts offline (:func:`enable_charts`) and widens
 pandas' tables. Rendering and batching reports is :mod:`benchlab.report`'s job, outside the kernel.
 """
 
@@ -16,7 +16,7 @@ import os
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ VEGALITE_LIBRARY = "5.21"
 
 #: The first characters of the notebook's own parameters cell (papermill's injected one is "# Parameters\n").
 PARAMETERS_CELL = "# Parameters"
+#: Parameters of the notebooks under an older name: their new name, which a report given the old one names.
+RENAMED = {"run": "measure"}
 
 
 class ParameterError(UsageError):
@@ -47,7 +49,6 @@ class ParameterError(UsageError):
 #: Room kept right of a static chart. vl-convert sizes the SVG by its own font's widths; a browser that draws
 #: the text in a wider font (DejaVu Sans: about 1.15x) would cut the legend's longest name at the edge.
 STATIC_PADDING = {"left": 5, "top": 5, "bottom": 5, "right": 40}
-
 
 #: How JupyterLab's renderer draws a chart (vega-embed's options, which it reads from the output's metadata): as SVG,
 #: sharp at any zoom and the same marks as the report's, with the export menu and no source editor (it would
@@ -161,8 +162,8 @@ def assignments(source: str) -> list[tuple[str, str | None, str]]:
     text. Read with :mod:`ast`, not papermill's line parser, which skips a line holding a second "=" (a JVM
     option such as ``-XX:TieredStopAtLevel=1``); a cell that is not Python gives nothing.
 
-    >>> assignments("run: bool = True\\nx = 'a=b'")
-    [('run', 'bool', 'True'), ('x', None, "'a=b'")]
+    >>> assignments("measure: bool = True\\nx = 'a=b'")
+    [('measure', 'bool', 'True'), ('x', None, "'a=b'")]
     """
     import ast
 
@@ -230,11 +231,8 @@ def parameters(namespace: Mapping[str, Any], schema: Mapping[str, tuple[type, ..
         given = {name for name, value in namespace.items()
                  if not name.startswith("_") and name not in _IGNORED
                  and not isinstance(value, (types.ModuleType, types.FunctionType, type))}
-    unknown = sorted(name for name in given if name not in schema)
-    if unknown:
-        raise _fail(ParameterError(
-            f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
-            f"this notebook takes {', '.join(schema)}"))
+    if (error := _unknown(given, schema, "this notebook")) is not None:
+        raise _fail(error)
     return {name: _checked(namespace, name, kinds if isinstance(kinds, tuple) else (kinds,))
             for name, kinds in schema.items()}
 
@@ -263,34 +261,42 @@ def _fitted(value: Any, name: str, kinds: tuple[type, ...]) -> Any:
 
 
 def waits(source: str) -> bool:
-    """Whether a parameters cell's ``run`` is False by default: the notebook starts no load unless asked (explore.ipynb
-    waits for a press of its Run button), so ``run=False`` is its default and needs no stored runs.
+    """Whether a parameters cell's ``measure`` is False by default: the notebook starts no load unless asked
+    (explore.ipynb waits for a press of its Run button), so that is its default and needs no stored runs.
 
-    >>> waits("run: bool = False  # True: press Run once"), waits("run: bool = True")
+    >>> waits("measure: bool = False  # True: press Run once"), waits("measure: bool = True")
     (True, False)
     """
-    return any(name == "run" and default == "False" for name, _, default in assignments(source))
+    return any(name == "measure" and default == "False" for name, _, default in assignments(source))
 
 
-def _stored_needed(run: Any, source: str) -> bool:
-    """``run=False`` re-renders the runs in ``results_dir``, except in a notebook that :func:`waits`."""
-    return run is False and not waits(source)
+def _stored_needed(measure: Any, source: str) -> bool:
+    """``measure=False`` re-renders the runs in ``results_dir``, except in a notebook that :func:`waits`."""
+    return measure is False and not waits(source)
+
+
+def _unknown(given: Iterable[str], schema: Mapping, where: str) -> ParameterError | None:
+    """The error for the names in ``given`` that ``schema`` does not declare (a renamed one by its new name)."""
+    unknown = sorted(name for name in given if name not in schema)
+    renamed = [f"-p {RENAMED[name]} (was -p {name})" for name in unknown if RENAMED.get(name) in schema]
+    if renamed:
+        return ParameterError(f"{where}'s parameter was renamed: give {', '.join(renamed)}")
+    return ParameterError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+                          f"{where} takes {', '.join(schema)}") if unknown else None
 
 
 def check_given(notebook: str | os.PathLike, given: Mapping[str, Any], *, stored: bool = True) -> None:
     """The parameters a report gives ``notebook``, checked against its parameters cell before any kernel
     starts: an unknown name or a value of the wrong type is a :class:`ParameterError` naming it. With
-    ``stored``, a re-render (``run=False``) must also find its runs (a batch checks that only when the
+    ``stored``, a re-render (``measure=False``) must also find its runs (a batch checks that only when the
     entry's turn comes, since an earlier entry may write them)."""
     source = parameters_source(notebook)
     schema = declared(source)
-    unknown = sorted(name for name in given if name not in schema)
-    if unknown:
-        raise ParameterError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
-                             f"{Path(notebook).name} takes {', '.join(schema)}")
+    if (error := _unknown(given, schema, Path(notebook).name)) is not None:
+        raise error
     for name, value in given.items():
         _fitted(value, name, schema[name])
-    if "results_dir" in schema and _stored_needed(given.get("run"), source):
+    if "results_dir" in schema and _stored_needed(given.get("measure"), source):
         if stored:
             require_results(given.get("results_dir"))
         elif not given.get("results_dir"):
@@ -309,7 +315,7 @@ def parameters_source(notebook: str | os.PathLike) -> str:
 
 
 def require_results(results_dir: str | os.PathLike | None) -> list:
-    """The stored runs under ``results_dir``, for a notebook re-rendered with ``run=False``.
+    """The stored runs under ``results_dir``, for a notebook re-rendered with ``measure=False``.
 
     Raises :class:`~benchlab.errors.ResultsError` when the directory is not given, does not exist or holds
     no run.
@@ -317,19 +323,19 @@ def require_results(results_dir: str | os.PathLike | None) -> list:
     from ..store.results import load_runs
 
     if not results_dir:
-        raise ResultsError("run=False re-renders stored results: set results_dir to a directory of runs, "
+        raise ResultsError("measure=False re-renders stored results: set results_dir to a directory of runs, "
                            "e.g. -p results_dir data/results/compare-...")
     return load_runs(Path(results_dir))
 
 
 def setup(namespace: Mapping[str, Any]) -> dict:
-    """A notebook's first step: check its parameters, its stored results when ``run=False``, enable the charts.
+    """A notebook's first step: check its parameters, its stored results when ``measure=False``, enable the charts.
 
     Returns the checked parameters (a list given as ``"a,b"`` is a list here), for ``globals().update``.
     """
     checked = parameters(namespace)
     own = (_cells(namespace) or ("", ""))[0]
-    if _stored_needed(checked.get("run", True), own):
+    if _stored_needed(checked.get("measure", True), own):
         try:
             require_results(checked.get("results_dir"))
         except ResultsError as exc:
