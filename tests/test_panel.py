@@ -7,6 +7,7 @@ display id), which is what JupyterLab draws.
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -81,3 +82,45 @@ def test_two_presses_of_the_same_settings_are_told_apart(tmp_path, jars, no_jvm_
     assert table["press"].tolist() == [1, 2]
     marks = list(panel.throughput().to_dict()["datasets"].values())[0]  # bars, dots or marks left out alike
     assert sorted({m["load_point"] for m in marks}) == ["8 connections, press 1", "8 connections, press 2"]
+
+
+def test_a_press_whose_every_window_is_left_out_draws_each_and_says_why(tmp_path, jars, no_jvm_left):
+    """A cold JVM measured at once (no warm-up), twice: its 2 s windows compile for more than 5% of the time, so
+    the one rule leaves every window out. The chart still draws each, hollow and outlined, and says why it has no
+    bar; the panel's last line says none of the windows can be used, and why."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    from benchlab.analysis.validity import Tally
+
+    InteractiveShell.instance()
+    notebook.enable_charts()
+    panel = Panel(servers=["spring-jetty"], connections=8, duration="2s", warmup="0s", repeats=2,
+                  results_dir=tmp_path)
+    with capture_output() as shown:
+        display(panel)
+        done = panel.run()
+
+    assert [r.status for r in done] == ["ok", "ok"], [r.error for r in done]
+    tally = Tally.of(panel.runs)
+    assert tally.used == 0 and tally.left == 2, f"the premise, a cold JVM's windows left out as compiling: {tally}"
+    said = html.unescape(re.sub(r"<[^>]+>", "", panel.status.value))
+    assert said.startswith(f"done: none of the {tally.windows} windows can be used: 2 left out (measured while "
+                           "their JIT was still compiling)"), said
+    bundle = next(b for b in reversed(_shown(shown.outputs, panel._handles["throughput"]))
+                  if report.VEGALITE_MIMETYPE in b)
+    spec = bundle[report.VEGALITE_MIMETYPE]
+    marks = list(spec["datasets"].values())[0]
+    assert not [m for m in marks if m["kind"] == "cell"], "no window used, so no mean and no bar"
+    assert sum(m["kind"] == "left out" for m in marks) == 2, marks
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert f"no bars: {tally}" in subtitle, subtitle
+    # what a viewer without a kernel sees: the static SVG beside the spec, each left-out mark hollow and outlined
+    paths = re.findall(r"<path[^>]*aria-label=\"[^\"]*kind: left out[^\"]*\"[^>]*>", bundle["image/svg+xml"])
+    assert len(paths) == 2, bundle["image/svg+xml"][:2000]
+    for path in paths:
+        fill = re.search(r'fill="([^"]*)"', path)
+        stroke, width = re.search(r'stroke="([^"]*)"', path), re.search(r'stroke-width="([^"]*)"', path)
+        assert fill is None or fill.group(1) in ("none", "transparent"), path
+        assert stroke and stroke.group(1) not in ("none", "transparent") and width and float(width.group(1)) > 0, path
