@@ -67,27 +67,27 @@ class Seeds:
 
 @dataclass
 class Replayed:
-    """What the replay ran or read back: ``by_run``, per (stack, procedure), ``({experiment: Suite}, {count
+    """What the replay ran or read back: ``by_replay``, per (stack, procedure), ``({experiment: Suite}, {count
     driver: Suite})``, and ``said``, per (stack, procedure), ``{experiment: how it ran, in words}``."""
 
-    by_run: dict[tuple[str, str], tuple[dict[str, Suite], dict[str, Suite]]] = field(default_factory=dict)
+    by_replay: dict[tuple[str, str], tuple[dict[str, Suite], dict[str, Suite]]] = field(default_factory=dict)
     said: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     @property
     def suites(self) -> dict[str, Suite]:
         """The first stack and procedure's suites by experiment: every table after the claims shows these."""
-        return next(iter(self.by_run.values()), ({}, {}))[0]
+        return next(iter(self.by_replay.values()), ({}, {}))[0]
 
     @property
     def count_suites(self) -> dict[str, Suite]:
         """The first stack and procedure's count experiment, a suite per load tool."""
-        return next(iter(self.by_run.values()), ({}, {}))[1]
+        return next(iter(self.by_replay.values()), ({}, {}))[1]
 
     @property
     def everything(self) -> dict[str, Suite]:
         """Every suite, named by its experiment (the count one by its tool) and its stack and procedure."""
         out = {}
-        for key, (found, counted) in self.by_run.items():
+        for key, (found, counted) in self.by_replay.items():
             for name, suite in {**found, **{f"count ({d})": c for d, c in counted.items()}}.items():
                 out[f"{name} ({replay.label(*key)})" if replay.label(*key) else name] = suite
         return out
@@ -198,7 +198,7 @@ def experiments(chosen: pd.DataFrame, catalogue: pd.DataFrame, asked, seeds: See
                         counted[driver] = _suite(comparison.changed(driver=driver), place / f"count-{driver}", measure)
                 else:
                     found[experiment] = _suite(comparison, place / experiment, measure)
-            done.by_run[(which, way)] = (found, counted)
+            done.by_replay[(which, way)] = (found, counted)
             done.said[(which, way)] = words
     return done
 

@@ -456,8 +456,8 @@ def test_the_report_table_puts_both_procedures_and_their_verdict_beside_each_cla
     warm = Suite(runs("spring-tomcat", TOMCAT) + runs("spring-undertow", [147.0, 148.0, 146.0, 147.5, 146.5]))
     cold = Suite(runs("spring-tomcat", [100.0, 130.0, 70.0], warmup=0.0, one_fork=True)
                  + runs("spring-undertow", [90.0, 160.0, 150.0], warmup=0.0, one_fork=True))
-    by_run = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
-    shown = claimtables.verdicts(table, by_run, ["jmeter"])
+    by_replay = {("ours", "controlled"): ({"wrk": warm}, {}), ("ours", "theirs"): ({"wrk": cold}, {})}
+    shown = claimtables.verdicts(table, by_replay, ["jmeter"])
     assert list(shown.columns) == ["it says", "load", "published", "their procedure", "controlled", "verdict", "why"]
     row = shown.loc["u"]
     assert row["controlled"].startswith("holds (1.") and row["their procedure"].startswith("inconclusive (1.")
@@ -465,7 +465,7 @@ def test_the_report_table_puts_both_procedures_and_their_verdict_beside_each_cla
     assert row["why"].startswith("It is inconclusive under its own procedure and holds under the "
                                  "controlled one: repeats: their 3 runs per server came from 1")
     # two stacks: a row per claim and stack, the claim's words once
-    stacks = claimtables.verdicts(table, {**by_run, ("theirs", "controlled"): ({"wrk": warm}, {}),
+    stacks = claimtables.verdicts(table, {**by_replay, ("theirs", "controlled"): ({"wrk": warm}, {}),
                                           ("theirs", "theirs"): ({"wrk": warm}, {})}, ["jmeter"])
     assert list(stacks["stack"]) == ["our stack", "their stack"] and list(stacks.index) == ["u", "u"]
     assert list(stacks["verdict"]) == ["procedure-sensitive", "holds"] and list(stacks["published"]) == ["1.47", ""]

@@ -47,7 +47,7 @@ def test_a_replay_read_back_finds_each_experiments_folder_and_says_how_it_ran(tm
     said = caplog.text  # a warning of the benchlab log: in a notebook, its stderr
     # jhipster compares Jetty with Undertow, and Undertow is not asked for: its experiment does not run
     assert "h2load-count: each of its claims compares a server that is not in servers, so it does not run" in said
-    assert list(done.by_run) == [("ours", "controlled")]
+    assert list(done.by_replay) == [("ours", "controlled")]
     assert list(done.suites) == ["wrk"] and done.count_suites == {} and list(done.everything) == ["wrk"]
     assert len(done.suites["wrk"].records) == len(done.records) == 4
     assert done.said[("ours", "controlled")]["wrk"] == ("the default java, the JVM's own GC and heap; warm-up auto, "
@@ -66,7 +66,7 @@ def test_runs_stored_under_the_older_word_their_protocol_are_read_back_where_the
     template = Comparison.of(servers=SERVERS, baseline="spring-tomcat")
     done = reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs",
                                  measure=False)
-    assert len(done.by_run[("ours", "theirs")][0]["wrk"].records) == 2
+    assert len(done.by_replay[("ours", "theirs")][0]["wrk"].records) == 2
     (tmp_path / "their-procedure").mkdir()  # once runs are stored under the new word, those are the ones read
     with pytest.raises(ResultsError, match="their-procedure/wrk"):
         reproduce.experiments(chosen, table, ["wrk"], seeds, template, base=tmp_path, procedure="theirs", measure=False)

@@ -19,24 +19,24 @@ from ..analysis.cells import ok
 from .replay import NOT_REPLAYED, label
 
 
-def judged_runs(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05) -> dict:
-    """Every claim judged on every (stack, procedure) of ``by_run`` (-> ``({experiment: Suite}, {count driver:
+def judged_replays(chosen: pd.DataFrame, by_replay: Mapping, count_drivers, *, alpha: float = 0.05) -> dict:
+    """Every claim judged on every (stack, procedure) of ``by_replay`` (-> ``({experiment: Suite}, {count driver:
     Suite})``), its count claims on the first count driver: ``{(stack, procedure): judged frame}``."""
     return {(which, way): claims.judge(chosen, {**found, "jmeter": counted.get(count_drivers[0])}, alpha=alpha,
                                        procedure=way)
-            for (which, way), (found, counted) in by_run.items()}
+            for (which, way), (found, counted) in by_replay.items()}
 
 
-def verdicts(chosen: pd.DataFrame, by_run: Mapping, count_drivers, *, alpha: float = 0.05,
+def verdicts(chosen: pd.DataFrame, by_replay: Mapping, count_drivers, *, alpha: float = 0.05,
              judged: Mapping | None = None) -> pd.DataFrame:
     """The claims table of the report. Where both procedures ran, :func:`by_procedure`'s. Else the first stack's
     verdicts and why, the other count drivers beside them, and the other stack's figure and verdict.
-    ``judged``: the claims already judged by :func:`judged_runs` (else judged here)."""
-    judged = judged or judged_runs(chosen, by_run, count_drivers, alpha=alpha)
+    ``judged``: the claims already judged by :func:`judged_replays` (else judged here)."""
+    judged = judged or judged_replays(chosen, by_replay, count_drivers, alpha=alpha)
     if both := both_procedures(judged):
         return by_procedure(chosen, judged, both)
     (first_stack, first_way), *rest = judged
-    counted = by_run[(first_stack, first_way)][1]
+    counted = by_replay[(first_stack, first_way)][1]
     others = {driver: claims.judge(chosen, {"jmeter": counted.get(driver)}, alpha=alpha, procedure=first_way)
               for driver in count_drivers[1:]}
     table = verdict_table(chosen, judged[(first_stack, first_way)], count_drivers[0], others)
@@ -87,7 +87,7 @@ def both_procedures(judged: Mapping) -> dict:
 
 
 def sensitivity(judged: Mapping) -> str:
-    """What the two procedures decided, a sentence per stack both ran on (``judged``: :func:`judged_runs`):
+    """What the two procedures decided, a sentence per stack both ran on (``judged``: :func:`judged_replays`):
     which claims are procedure-sensitive, or that none is, of how many both procedures could judge; "" when only
     one procedure ran.
 
