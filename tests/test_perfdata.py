@@ -159,10 +159,6 @@ def test_a_jvm_whose_compiler_is_busy_is_not_called_warm(tmp_path, jars, no_jvm_
     assert warmed["warming"] == warming
     if warming == "jit-first":
         assert warmed["favoured_threads"] >= 2, "C1's and C2's threads ran first"
-        assert {s["phase"] for s in slices} == {"load"}, "a favoured compiler is not primed: the run's own load"
-    else:
-        assert slices[0]["phase"] == "prime" and slices[0]["connections"] == warmup.PRIME_CONNECTIONS, (
-            "50 connections crowd a compiler that shares the core: it is primed at a light load first")
     assert after and set(after) == {0}, "the compiler threads are back at their own nice once the warm-up ends"
 
 

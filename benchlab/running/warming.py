@@ -123,16 +123,6 @@ class Room:
         self.favour = Favour(perfdata.compilers) if self.warming == "jit-first" else None
         self.perfdata, self.paused = perfdata, 0.0
 
-    def starving(self) -> bool:
-        """Whether the compiler shares the core as the scheduler sees fit (``"shared"``, ``"pauses"``, or
-        ``"jit-first"`` refused), so that many runnable request threads can starve it and a JVM is primed first.
-        Favoured, it is not: at 64 and 200 connections unprimed, Tomcat, Jetty and Undertow compiled in their first
-        10 s and were warm at 25-26 s, as at 16 (docs/warm-up.md)."""
-        if self.favour is None:
-            return True
-        self.favour.apply()
-        return self.favour.refused is not None
-
     def __enter__(self):
         def take(slice_) -> dict:
             if self.favour is not None:

@@ -3,10 +3,8 @@
 Throughput alone cannot tell a warm JVM: measured here, Jetty served a flat 4.7-5.0k req/s from 15 s to 35 s while
 its JIT added 5 s of compile time every 5 s, and 14-22k once it was quiet. So ``auto`` asks the JVM
 (:mod:`benchlab.running.perfdata`) after every slice of :data:`SLICE` seconds. Above :data:`PRIME_CONNECTIONS` it
-first *primes* the JVM at that light load when its compiler threads share the core as the scheduler sees fit (200
-request threads runnable beside the JIT's two kept it compiling for minutes; TechEmpower's toolset primes too), but
-not when ``warming="jit-first"`` favours them (:meth:`~benchlab.running.warming.Room.starving`); then it warms it at
-the run's own load until both hold there:
+first *primes* the JVM at that light load (200 request threads runnable beside the JIT's two kept it compiling for
+minutes; TechEmpower's toolset primes too), then warms it at the run's own load until both hold there:
 
 1. **the compiler is quiet**: over the last :data:`QUIET_SPAN` seconds the JIT's compile time grew by
    at most :data:`QUIET_SHARE` of the wall time. Measured here (``benchmarks/warmup.py``'s curves, 5 s
@@ -43,13 +41,14 @@ from .load import Load
 
 SLICE = 5.0
 LIMIT = 360.0
-#: The priming load's connections, and how long priming may take. Measured here (server on one core, /hello, compiler
-#: not favoured): at 200 connections Jetty's 200 request threads crowd its two compiler threads off the core and its
-#: compiler was busy for 260-300+ s; at 16 connections it was quiet after 60 s, and 200 connections then added 0.2 s
-#: of compile time and served 18-20k req/s, as much as after 300 s at 200.
+#: The priming load's connections, and how long priming may take. Measured here (server on one core,
+#: /hello): at 200 connections Jetty's 200 request threads crowd its two compiler threads off the core and
+#: its compiler was busy for 260-300+ s; at 16 connections it was quiet after 60 s, and 200 connections
+#: then added 0.2 s of compile time and served 18-20k req/s, as much as after 300 s at 200.
 PRIME_CONNECTIONS = 16
 PRIME_LIMIT = 150.0
-#: Priming ends at the first quiet slice: the bulk of the compiling is done, the rule is judged under the run's load.
+#: Priming ends at the first quiet slice: the bulk of the compiling is done, and the rule proper is judged under the
+#: run's own load (a whole quiet span here too cost forks at 64 connections 10-15 s more).
 PRIME_QUIET = SLICE
 #: The compiler's quiet span and the steady segment of a JVM whose compile time is counted: the same 15 s, so every
 #: slice that shows throughput steady was served by a quiet compiler. They were 20 s and 30 s; docs/warm-up.md
@@ -299,9 +298,8 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
     ``auto`` reached its limit. ``perfdata`` is the server's :class:`~benchlab.running.perfdata.PerfData`, or None
     for a server without JVM counters.
 
-    ``auto`` first *primes* a JVM whose compiler is not favoured at :data:`PRIME_CONNECTIONS` connections until a
-    slice's compiler is quiet (:data:`PRIME_QUIET`, at most :data:`PRIME_LIMIT` s), then warms it at the run's own
-    load until the rule holds.
+    ``auto`` first *primes* a JVM at :data:`PRIME_CONNECTIONS` connections until a slice's compiler is quiet
+    (:data:`PRIME_QUIET`, at most :data:`PRIME_LIMIT` s), then warms it at the run's own load until the rule holds.
 
     Each slice makes room for the JIT as ``load.warming`` says (:mod:`benchlab.running.warming`, which also says
     why the compiler threads stay on the server's core).
@@ -330,7 +328,7 @@ def warm_up(url: str, scenario, load: Load, *, cpus, workdir: Path, runner=None,
 
         slices: list[dict] = []
         prime = _warming_load(load, SLICE, connections=min(PRIME_CONNECTIONS, load.connections))
-        if perfdata is not None and room.starving() and prime.connections < _warming_load(load, SLICE).connections:
+        if perfdata is not None and prime.connections < _warming_load(load, SLICE).connections:
             while time.monotonic() - began < min(PRIME_LIMIT, limit):
                 slices.append(one("prime", prime))
                 if jit_quiet([start, *slices], span=PRIME_QUIET):
