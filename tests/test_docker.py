@@ -273,6 +273,37 @@ def test_each_reference_in_a_container_from_scratch(docker_host, client, tmp_pat
 
 @pytest.mark.docker
 @pytest.mark.integration
+@pytest.mark.skipif(not shutil.which("nginx"), reason="nginx is not installed: .ci/run installs it")
+@pytest.mark.parametrize("server, protocol, driver", [("spring-undertow", "h2", "h2load"), ("nginx", "https", "wrk")])
+def test_a_server_in_a_container_serves_tls_with_the_certificate_copied_in(docker_host, client, server_images,
+                                                                             tmp_path, server, protocol, driver):
+    """TLS in a container: the comparison's throwaway certificate and key are copied into the container (the engine
+    may be another machine's), the server serves them there, and the wire is checked as it is locally."""
+    from benchlab.running import protocols
+    from benchlab.running.backends.docker import native_images
+
+    if server == "nginx":
+        native_images.build(client, server)
+    spec = prepare(server, "hello" if server != "nginx" else "echo",
+                   RunOptions(backend="docker", protocol=protocol, server_cpus="0", load_cpus="1",
+                              docker_host=docker_host, **SHORT))
+    record, containers = run_watched(spec, tmp_path, client, at="measure")
+    row = record.to_frame().iloc[0]
+    assert row["status"] == "ok" and row["requests"] > 0 and row["errors_total"] == 0, row["error"]
+    assert record.params["driver"] == driver
+    wire = record.metadata["protocol"]
+    assert wire["protocol"] == protocol and wire["negotiated"] == ("h2" if protocol == "h2" else "http/1.1"), wire
+    assert wire["tls_version"] == "TLSv1.3" and wire["certificate_sha256"] == protocols.certificate()[2], wire
+    told = (tmp_path / record.id / "nginx.conf").read_text() if server == "nginx" else \
+        " ".join(record.metadata["backend"]["argv"])
+    assert "/bench/tls-cert.pem" in told and protocols.certificate()[0] not in told, (
+        "the server reads the copy in its container, not this machine's file")
+    assert any(c["Config"]["Labels"][engine.ROLE_LABEL] == "server" for c in containers)
+    assert not labelled(client, record.id), "the run's containers, and the copies in them, are gone"
+
+
+@pytest.mark.docker
+@pytest.mark.integration
 def test_images_are_tagged_by_content(client, server_images):
     again = images.build_servers(client)
     assert all(not image.built for image in again.values())

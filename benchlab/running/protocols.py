@@ -34,7 +34,7 @@ import socket
 import ssl
 import tempfile
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError, VerifyError
@@ -85,6 +85,19 @@ class Listener:
             found += [f"--server.ssl.certificate=file:{self.cert}", f"--server.ssl.certificate-private-key=file:"
                       f"{self.key}", "--server.ssl.enabled-protocols=TLSv1.3"]
         return found
+
+    def within(self, folder: str) -> tuple[Listener, dict[str, bytes]]:
+        """The listener as a server sees it whose files are copied into ``folder`` (a container's, whose engine may
+        be another machine's, where no folder of this one could be mounted), and those files: over TLS the
+        certificate and key; none in clear text.
+
+        >>> Listener("h2c").within("/bench")
+        (Listener(protocol='h2c', cert=None, key=None, fingerprint=None), {})
+        """
+        if not self.tls or self.cert is None or self.key is None:
+            return self, {}
+        files = {"tls-cert.pem": Path(self.cert).read_bytes(), "tls-key.pem": Path(self.key).read_bytes()}
+        return replace(self, cert=f"{folder}/tls-cert.pem", key=f"{folder}/tls-key.pem"), files
 
     def record(self) -> dict:
         """What a run stores of it: the protocol, and over TLS the certificate's fingerprint."""

@@ -145,7 +145,7 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
     driver = drivers.get(o.driver, load.model, load.protocol)
     driver.check(load)  # a driver's own input checks (a user's .jmx)
     drivers.check_protocol(driver, load)
-    _check_protocol(load.protocol, server, o.backend)
+    _check_protocol(load.protocol, server)
     _choice("backend", o.backend, backends.NAMES)
     docker = _docker_options(o)
     generators.check(load_hosts, driver=driver.name, load=load, docker=docker)
@@ -210,12 +210,11 @@ def _load(o: RunOptions, load_cores, load_hosts: tuple[str, ...] = ()) -> Load:
                 pipeline=o.pipeline, keepalive=o.keepalive, slo=o.slo, protocol=o.protocol, streams=o.streams)
 
 
-def _check_protocol(protocol, server: servers.Server, backend: str) -> None:
-    """A protocol benchlab can start the server for: any for a built-in; over TLS, a URL server's own https url (its
-    certificate is its own); no TLS in a container yet. The protocol itself the load has checked."""
+def _check_protocol(protocol, server: servers.Server) -> None:
+    """A protocol benchlab can start the server for: any for a built-in (in a container too, its certificate copied
+    in); over TLS, a URL server's own https url (its certificate is its own). The protocol itself the load has
+    checked."""
     tls = protocol in protocols.TLS
-    if tls and backend == "docker":
-        raise UsageError(f"protocol {protocol!r} over TLS runs locally only for now: use backend='local', or h2c")
     if tls and server.kind == "command":
         raise UsageError(f"benchlab cannot give {server.name} a certificate: start it yourself with TLS and give its "
                          "https url (Server.from_url), or use protocol='h2c' or 'http1'")

@@ -100,8 +100,9 @@ class DockerBackend:
         labels = {RUN_LABEL: launch.run_id, OWNER_LABEL: owner(), ROLE_LABEL: "server"}
         instance = None
         try:
-            instance = DockerInstance(self.client, server, launch, image, url=f"http://{bind}:{launch.port}",
-                                      bind=bind, labels=labels, grace=self.stop_grace)
+            url = f"{launch.listener.scheme}://{bind}:{launch.port}"  # https over TLS, as the load must ask
+            instance = DockerInstance(self.client, server, launch, image, url=url, bind=bind, labels=labels,
+                                      grace=self.stop_grace)
             instance.wait()
         except docker.errors.APIError as exc:
             self._remove_by_name(instance, launch.run_id)

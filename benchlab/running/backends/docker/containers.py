@@ -15,7 +15,7 @@ from ....cores import format_cpus
 from ....errors import LoadError, ServerError, UsageError, tail
 from ..base import Launch, start_failure_hint, wait_ready
 from . import images
-from .engine import ROLE_LABEL, container_name, is_not_found, remove
+from .engine import ROLE_LABEL, archive, container_name, is_not_found, remove
 
 #: Where a container's files go (nginx's configuration, pid file and temporary files): made in every image.
 FOLDER_IN_IMAGE = "/bench"
@@ -154,7 +154,7 @@ class DockerInstance:
         self._cgroup: str | None = None  # the file counting its CPU time ("" where this machine cannot read it)
         self._exited = threading.Event()
         self._stopped = False
-        listener = launch.listener
+        listener, secrets = launch.listener.within(FOLDER_IN_IMAGE)  # over TLS, its certificate and key copied in
         argv = server.container_argv(launch.port, jvm_opts=launch.jvm_opts, address=bind, folder=FOLDER_IN_IMAGE,
                                      listener=listener)
         files = server.files(launch.port, address=bind, cpus=launch.cpus, folder=FOLDER_IN_IMAGE, listener=listener)
@@ -170,8 +170,9 @@ class DockerInstance:
             detach=True,
         )
         self.metadata["container_id"] = self.container.id
-        if files:
-            self.container.put_archive(FOLDER_IN_IMAGE, _tar({k: v.encode() for k, v in files.items()}))
+        if files or secrets:  # the folder comes with them: a Spring image has no /bench of its own
+            self.container.put_archive("/", archive({**{k: v.encode() for k, v in files.items()}, **secrets},
+                                                 folder=FOLDER_IN_IMAGE.lstrip("/")))
         self.container.start()
         threading.Thread(target=self._watch_exit, name="benchlab-docker-wait", daemon=True).start()
 
@@ -319,7 +320,7 @@ class ContainerLoad:
                 self.image.tag, command=command, name=name, labels={**self.labels, ROLE_LABEL: "load"},
                 network_mode="host", cpuset_cpus=format_cpus(cpus) if cpus else None, detach=True,
             )
-            container.put_archive("/bench", _tar(files))
+            container.put_archive("/", archive(files, folder=FOLDER_IN_IMAGE.lstrip("/")))
             if before_start is not None:
                 before_start()
             container.start()
@@ -336,15 +337,3 @@ class ContainerLoad:
             remove(self.client, container, name)
         return Finished(tuple(command), status, stdout, stderr, time.monotonic() - began)
 
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    import io
-    import tarfile
-
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(content), 0o644, int(time.time())
-            tar.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()

@@ -10,11 +10,14 @@ else the default socket. An engine on another machine needs ``allow_remote=True`
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import os
 import platform
 import re
 import socket
+import tarfile
+import time
 import urllib.parse
 
 from ....errors import ToolMissing, UsageError
@@ -134,3 +137,18 @@ def remove(client, container, name: str) -> None:
     except Exception as exc:  # only a container already gone, or already being removed, is kept
         if not is_not_found(exc) and "already in progress" not in str(exc):
             raise
+
+
+def archive(files: dict[str, bytes], *, folder: str) -> bytes:
+    """A tar of ``folder`` (a relative path) holding ``files``, as a container's ``put_archive("/", ...)`` takes it:
+    the folder comes with them, so an image need not have it."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        made = tarfile.TarInfo(folder)
+        made.type, made.mode, made.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+        tar.addfile(made)
+        for name, content in files.items():
+            info = tarfile.TarInfo(f"{folder}/{name}")
+            info.size, info.mode, info.mtime = len(content), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
