@@ -32,7 +32,7 @@ def test_host_differs_false_positive_rate_is_at_most_its_level(count, rounds):
     at most LEVEL (0.05), within the simulation's error: 4000 simulated comparisons, SE 0.0034."""
     rng = np.random.default_rng(41 + count * 10 + rounds)
     names = np.repeat([f"h{i}" for i in range(count)], rounds)
-    flagged = sum(bool(host_stats.judge(rng.normal(0.0, 0.03, len(names)), names)["host_differs"].any())
+    flagged = sum(any(host_stats.per_host(rng.normal(0.0, 0.03, len(names)), names)["host_differs"])
                   for _ in range(4000))
     rate = flagged / 4000
     assert rate <= host_stats.LEVEL + 0.012, f"{count} hosts x {rounds} rounds: {rate:.3f} flagged under the null"

@@ -52,22 +52,32 @@ def pooled_t(mine: np.ndarray, rest: np.ndarray) -> float:
 def judge(values, hosts, *, level: float = LEVEL) -> pd.DataFrame:
     """Each host's rounds (``values``, one a round, on a log scale; ``hosts`` names each round's host) against the
     other hosts' rounds: ``host``, ``rounds``, ``shift`` (its rounds' mean over the others', as a ratio - 1),
-    ``p`` (Student's t, pooled) and ``host_differs``.
+    ``p`` (Student's t, pooled) and ``host_differs``: :func:`per_host` as a frame.
 
     >>> judge([0.0, 0.01, -0.01, 0.0, 0.2, 0.21, 0.19, 0.2], list("aaaabbbb"))[["host", "host_differs"]].values.tolist()
     [['a', True], ['b', True]]
     """
+    return pd.DataFrame(per_host(values, hosts, level=level))
+
+
+def per_host(values, hosts, *, level: float = LEVEL) -> dict[str, list]:
+    """:func:`judge`'s test, its columns as lists (what the simulations of its level call 4,000 times).
+
+    >>> per_host([0.0, 0.01, 0.2, 0.21], list("aabb"))["host_differs"]
+    [True, True]
+    """
     values, hosts = np.asarray(values, dtype=float), np.asarray(hosts, dtype=object)
     names = list(dict.fromkeys(hosts))
     cut = level / (len(names) if len(names) > 2 else 1)
-    rows = []
+    columns: dict[str, list] = {"host": names, "rounds": [], "shift": [], "p": [], "host_differs": []}
     for name in names:
         mine, rest = values[hosts == name], values[hosts != name]
         p = pooled_t(mine, rest) if len(mine) >= 2 and len(rest) >= 2 else None
-        shift = float(np.expm1(mine.mean() - rest.mean())) if len(mine) and len(rest) else None
-        rows.append({"host": name, "rounds": len(mine), "shift": shift, "p": p,
-                     "host_differs": p is not None and p < cut})
-    return pd.DataFrame(rows, columns=["host", "rounds", "shift", "p", "host_differs"])
+        columns["rounds"].append(len(mine))
+        columns["shift"].append(float(np.expm1(mine.mean() - rest.mean())) if len(mine) and len(rest) else None)
+        columns["p"].append(p)
+        columns["host_differs"].append(p is not None and p < cut)
+    return columns
 
 
 def round_values(runs: pd.DataFrame, metric: str = "rps") -> pd.DataFrame:
