@@ -156,10 +156,13 @@ class Panel:
         done: list[Run] = []
         stored: list[Run] = []  # every window the press stored, retaken ones too: what its last line counts
 
+        undrawn: list[Run] = []  # retaken windows told after the last drawing (after the window kept in their place)
+
         def ran(record: Run) -> None:
             stored.append(record)
             if record.status == "retaken":  # a disturbed window measured again: shown as such, not a run of the press
                 self.records.append(record)
+                undrawn.append(record)
                 return
             done.append(record)
             self._live.clear()  # the run ended: its charts replace the live view
@@ -167,6 +170,7 @@ class Panel:
             if record.status == "ok":
                 self.records.append(record)
                 self._draw()
+                undrawn.clear()
 
         # Each press is a comparison of its own: compare() gives it the interleaved order, the storage and
         # the failure handling; a directory per press keeps it from resuming an earlier press's runs.
@@ -184,6 +188,8 @@ class Panel:
             self.button.disabled = False
         failures = [r for r in done if r.status != "ok"]
         self.progress.bar_style = "danger" if failures else "success"
+        if undrawn:  # every window drawn: a retaken one is told after the window kept in its place
+            self._draw()
         self._say(*self.said(stored, press))
         return done
 

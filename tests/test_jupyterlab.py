@@ -354,14 +354,15 @@ def test_explore_notebook_waits_for_run_then_draws_what_it_ran(lab, browser, sho
     # and names its axis; else the line counts the windows used as the chart's bars do.
     throughput = page.locator(".jp-RenderedVegaCommon5").first
     chart_text = throughput.evaluate("v => [...v.querySelectorAll('svg text')].map(t => t.textContent).join(' ')")
-    hollow = throughput.locator("g.mark-symbol.role-mark path[aria-label*='kind: left out']").evaluate_all(
+    hollow = throughput.locator(", ".join(f"g.mark-symbol.role-mark path[aria-label*='kind: {kind}']"  # each not used
+                                          for kind in ("left out", "retaken"))).evaluate_all(
         "ps => ps.map(p => parseFloat(p.getAttribute('stroke-width') || '0'))")
     none = re.search(r"none of the (\d+) windows can be used: \d+ left out \((.+?)\)", status)
     if none:
         if f"no bars: none of the {none[1]} windows can be used" not in " ".join(chart_text.split()):
             found.append(f"the chart does not say why it has no bars: {chart_text!r}")
         if len(hollow) != int(none[1]) or not all(width > 0 for width in hollow):
-            found.append(f"{none[1]} windows left out, {len(hollow)} hollow marks with outlines {hollow}")
+            found.append(f"{none[1]} windows not used, {len(hollow)} hollow marks with outlines {hollow}")
         if "value" in chart_text.split():
             found.append("the y axis is titled 'value', not the metric")
     elif not re.search(r"\d+ windows? used", status):
