@@ -141,7 +141,6 @@ class Panel:
 
         from .api import compare
         from .running.load import parse_duration
-
         chosen = list(self.servers.value)
         try:
             if not chosen:
@@ -150,12 +149,10 @@ class Panel:
         except BenchlabError as exc:
             self._say("failed", str(exc))
             raise
-        total = len(chosen) * self.repeats.value
         self.button.disabled = True
-        self.progress.max, self.progress.value, self.progress.bar_style = total, 0, "info"
+        self.progress.max, self.progress.value, self.progress.bar_style = len(chosen) * self.repeats.value, 0, "info"
         done: list[Run] = []
         stored: list[Run] = []  # every window the press stored, retaken ones too: what its last line counts
-
         undrawn: list[Run] = []  # retaken windows told after the last drawing (after the window kept in their place)
 
         def ran(record: Run) -> None:
@@ -186,8 +183,7 @@ class Panel:
         finally:
             self._live.clear()
             self.button.disabled = False
-        failures = [r for r in done if r.status != "ok"]
-        self.progress.bar_style = "danger" if failures else "success"
+        self.progress.bar_style = "danger" if any(r.status != "ok" for r in done) else "success"
         if undrawn:  # every window drawn: a retaken one is told after the window kept in its place
             self._draw()
         self._say(*self.said(stored, press))
