@@ -153,13 +153,11 @@ class Panel:
         self.progress.max, self.progress.value, self.progress.bar_style = len(chosen) * self.repeats.value, 0, "info"
         done: list[Run] = []
         stored: list[Run] = []  # every window the press stored, retaken ones too: what its last line counts
-        undrawn: list[Run] = []  # retaken windows told after the last drawing (after the window kept in their place)
 
         def ran(record: Run) -> None:
             stored.append(record)
             if record.status == "retaken":  # a disturbed window measured again: shown as such, not a run of the press
                 self.records.append(record)
-                undrawn.append(record)
                 return
             done.append(record)
             self._live.clear()  # the run ended: its charts replace the live view
@@ -167,7 +165,6 @@ class Panel:
             if record.status == "ok":
                 self.records.append(record)
                 self._draw()
-                undrawn.clear()
 
         # Each press is a comparison of its own: compare() gives it the interleaved order, the storage and
         # the failure handling; a directory per press keeps it from resuming an earlier press's runs.
@@ -184,8 +181,6 @@ class Panel:
             self._live.clear()
             self.button.disabled = False
         self.progress.bar_style = "danger" if any(r.status != "ok" for r in done) else "success"
-        if undrawn:  # every window drawn: a retaken one is told after the window kept in its place
-            self._draw()
         self._say(*self.said(stored, press))
         return done
 

@@ -188,7 +188,7 @@ class Fork:
         failed, a failed record (stored) in the place of the window it could not measure, so the comparison goes on
         without counting it."""
         if self.error is None or len(self.records) >= len(self.windows):
-            return [*self.records, *self.retaken]
+            return self.measured()
         run_dir, run_id = self.windows[len(self.records)]
         run_dir.mkdir(parents=True, exist_ok=True)
         exc = self.error
@@ -198,7 +198,12 @@ class Fork:
                      started_at=self.started_at, finished_at=now(), files=files(run_dir), directory=str(run_dir))
         save(broken, run_dir)
         self.echo(f"benchlab: run {run_id} failed: {str(exc).splitlines()[0]}")
-        return [*self.records, *self.retaken, broken]
+        return [*self.measured(), broken]
+
+    def measured(self) -> list[Run]:
+        """Its windows and the disturbed ones it measured again, in the order they were measured: a retaken window
+        before the one measured in its place, so whoever is told of them one by one sees them as they came."""
+        return sorted([*self.records, *self.retaken], key=lambda record: record.started_at or "")
 
     def died(self) -> ServerError:
         """The error of a server that died under load, with the last lines of its log."""

@@ -172,7 +172,7 @@ class DockerInstance:
         self.metadata["container_id"] = self.container.id
         if files or secrets:  # the folder comes with them: a Spring image has no /bench of its own
             self.container.put_archive("/", archive({**{k: v.encode() for k, v in files.items()}, **secrets},
-                                                 folder=FOLDER_IN_IMAGE.lstrip("/")))
+                                                 folder=FOLDER_IN_IMAGE))
         self.container.start()
         threading.Thread(target=self._watch_exit, name="benchlab-docker-wait", daemon=True).start()
 
@@ -320,7 +320,7 @@ class ContainerLoad:
                 self.image.tag, command=command, name=name, labels={**self.labels, ROLE_LABEL: "load"},
                 network_mode="host", cpuset_cpus=format_cpus(cpus) if cpus else None, detach=True,
             )
-            container.put_archive("/", archive(files, folder=FOLDER_IN_IMAGE.lstrip("/")))
+            container.put_archive("/", archive(files, folder=FOLDER_IN_IMAGE))
             if before_start is not None:
                 before_start()
             container.start()

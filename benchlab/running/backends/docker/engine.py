@@ -140,8 +140,9 @@ def remove(client, container, name: str) -> None:
 
 
 def archive(files: dict[str, bytes], *, folder: str) -> bytes:
-    """A tar of ``folder`` (a relative path) holding ``files``, as a container's ``put_archive("/", ...)`` takes it:
-    the folder comes with them, so an image need not have it."""
+    """A tar of ``folder`` holding ``files``, as a container's ``put_archive("/", ...)`` takes it: the folder comes
+    with them, so an image need not have it."""
+    folder = folder.lstrip("/")  # the tar's names are relative to the root it is put in
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         made = tarfile.TarInfo(folder)
