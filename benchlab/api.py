@@ -232,10 +232,10 @@ def _rule(comparison: Comparison, schedule: list[tuple[int, RunSpec]]) -> Rule:
     """When the comparison stops: its design, its precision against its baseline server, its budget."""
     repeats, windows, interleave = comparison.design()
     limit = budget_seconds(comparison.budget) if comparison.budget is not None else None
-    names = list(dict.fromkeys(spec.server.name for _, spec in schedule))
-    return Rule(repeats=repeats, windows=windows, precision=comparison.precision,
-                baseline=baseline_of(comparison.baseline, names), interleave=interleave,
-                budget=Budget(limit) if limit else None, borrow=comparison.borrow, history=comparison.history)
+    return Rule(repeats=repeats, windows=windows, precision=comparison.precision, interleave=interleave,
+                baseline=baseline_of(comparison.baseline, list(dict.fromkeys(s.server.name for _, s in schedule))),
+                budget=Budget(limit) if limit else None, borrow=comparison.borrow, history=comparison.history,
+                most_rounds=comparison.max_repeats)
 
 
 def _live(progress: bool, on_slice):
@@ -267,7 +267,7 @@ def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
     def plan(repeat: int, specs: list[RunSpec]):
         if rule.stop(records, repeat=repeat, new_round=repeat != first, forks=len(specs)):
             return None
-        m = rule.windows(records, repeat=repeat)
+        m = rule.windows(records, repeat=repeat, forks=len(specs))
         return [(spec, stored.folders(base, run_name(spec, repeat), m, profile=spec.profile)) for spec in specs]
     return plan
 

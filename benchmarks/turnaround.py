@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import benchlab
-from benchlab.analysis import pairs, precision
+from benchlab.analysis import pairs, precision, spread
 from benchlab.running import backends, jars, process, servers
 
 
@@ -209,13 +209,13 @@ def by_round(rounds: dict, baseline: str, fork_s: float, window_s: float, window
 
 
 def model_by_round(rounds: dict, fork_s: float, window_s: float, m: int, rng) -> None:
-    """Kalibera and Jones' model with the forks' spread beyond their round (precision.interaction) as the
+    """Kalibera and Jones' model with the forks' spread beyond their round (spread.interaction) as the
     between-fork noise: what judging by round leaves. A bootstrap over rounds for its interval."""
     keys = sorted(set.intersection(*(set(r) for r in rounds.values())))
 
     def model(picks):
-        w2 = precision.noise([[rounds[s][k] for k in picks] for s in rounds])[1]
-        b2, _ = precision.interaction({s: {i: [math.log(v) for v in rounds[s][k]] for i, k in enumerate(picks)}
+        w2 = spread.noise([[rounds[s][k] for k in picks] for s in rounds])[1]
+        b2, _ = spread.interaction({s: {i: [math.log(v) for v in rounds[s][k]] for i, k in enumerate(picks)}
                                        for s in rounds}, w2)
         return (b2, w2, *model_from(b2, w2, fork_s, window_s, m))
 
@@ -283,12 +283,12 @@ def verdict_time(args) -> None:
     print(f"judged apart (each server's forks apart from the others', as compare() judged before it paired rounds), "
           f"to +/-{PRECISION:.0%}: one window a fork needs {k1} forks a server, {one / 3600:.1f} h; {m} windows a "
           f"fork need {km} forks, {auto / 3600:.1f} h; {auto / one:.3f} [95% {low:.3f}, {high:.3f}]")
-    b2, w2 = precision.noise(windows.values())
+    b2, w2 = spread.noise(windows.values())
     at_m, best, best_m, floor = model_from(b2, w2, fork_s, window_s, m)
     draws = []
     for _ in range(1000):
         picks = {s: rng.integers(0, len(f), len(f)).tolist() for s, f in windows.items()}
-        draws.append(model_from(*precision.noise([f[i] for i in picks[s]] for s, f in windows.items()),
+        draws.append(model_from(*spread.noise([f[i] for i in picks[s]] for s, f in windows.items()),
                                 fork_s, window_s, m))
     (lo_m, hi_m), (lo_b, hi_b), (lo_f, hi_f) = (np.quantile([d[i] for d in draws], [0.025, 0.975]) for i in (0, 1, 3))
     print(f"  Kalibera and Jones' model judged apart, from forks {math.sqrt(b2):.1%} apart and a fork's windows "

@@ -55,3 +55,58 @@ def test_on_several_hosts_the_design_waits_for_both_pilot_rounds():
     assert rule.windows(one_round, repeat=3) == PILOT_WINDOWS and rule.chosen is None
     rule.windows(_forks(2), repeat=4)
     assert rule.chosen is not None
+
+
+class _Clock(Budget):
+    """A budget whose spent time the test sets: the rounds' cost without running them."""
+
+    def __init__(self, seconds: float, spent: float):
+        super().__init__(seconds)
+        self.used = spent
+
+    @property
+    def spent(self) -> float:
+        return self.used
+
+
+def _pilot(round_effect: float, fork_noise: float):
+    """Two servers' two pilot rounds of 3 windows: a fork costs 33 s, a window 6 s (the README's first command)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    runs = []
+    for r in (1, 2):
+        shared = 1.0 - round_effect * (r == 1)
+        for s, mu in (("a", 31000.0), ("b", 32000.0)):
+            own = float(np.exp(rng.normal(0, fork_noise)))
+            for w in (1, 2, 3):
+                runs.append(Run(id=f"{s}{r}w{w}", params={"server": s, "repeat": r, "window": w, "fork": f"{s}{r}"},
+                                metrics={"rps": mu * shared * own * float(np.exp(rng.normal(0, 0.04))),
+                                         "elapsed_s": 6.0, "fork_s": 33.0}, metadata={}, suite="x"))
+    return runs
+
+
+def test_a_budget_spends_its_windows_on_the_rounds_that_pair_where_they_narrow_the_ratio():
+    """The README's first command spent 10 minutes on 5 rounds of 4 windows, judged apart, where its first round
+    served a quarter less on both servers: the budget's design buys the 6 rounds that judge by round instead."""
+    records = _pilot(round_effect=0.25, fork_noise=0.02)
+    rule = Rule(repeats="auto", windows="auto", precision=0.03, baseline="a", interleave="windows",
+                budget=_Clock(600.0, spent=2 * 2 * (33 + 3 * 6)))
+    chosen = rule.windows(records, repeat=3, forks=2)
+    assert rule.chosen["paired"] and rule.chosen["rounds"] >= 6 and "judged by round" in rule.chosen["why"]
+    unbudgeted = Rule(repeats="auto", windows="auto", precision=0.03, baseline="a", interleave="windows")
+    assert unbudgeted.windows(records, repeat=3) > chosen, "Kalibera and Jones alone ask for more windows a fork"
+    # the stop rule lets the budget buy the rounds the design counted on, and not one more
+    started = 2
+    while not rule.stop(records, repeat=started + 1, new_round=True, forks=2):
+        started += 1
+        rule.budget.used += 2 * (33 + chosen * 6)
+    assert started == rule.chosen["rounds"]
+
+
+def test_a_budget_too_small_to_pair_keeps_the_windows_that_narrow_forks_judged_apart():
+    records = _pilot(round_effect=0.0, fork_noise=0.01)
+    rule = Rule(repeats="auto", windows="auto", precision=0.03, baseline="a", interleave="windows",
+                budget=_Clock(360.0, spent=2 * 2 * (33 + 3 * 6)))
+    rule.windows(records, repeat=3, forks=2)
+    assert not rule.chosen["paired"] and rule.chosen["rounds"] < 6 and "judged apart" in rule.chosen["why"]

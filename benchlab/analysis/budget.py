@@ -8,6 +8,10 @@ most one fork's or one pass's misjudged cost.
 
 What more time would buy comes from how an interval narrows with rounds: its half-width goes as t(n-1) / sqrt(n)
 for n rounds (or forks a side), the spread between them staying what it was. It is a forecast, and says so.
+
+A budget also chooses the windows a fork (:func:`plan`): fewer windows buy more rounds, and from the signed rank's
+6 rounds a ratio is judged by round, where the rounds' shared state leaves it. Kalibera and Jones' allocation, which
+knows neither, would have spent the README's 10 minutes on 5 rounds of 4 windows, judged apart.
 """
 
 from __future__ import annotations
@@ -73,6 +77,46 @@ def forecast(widest: float, rounds: int, round_s: float, precision: float) -> di
         if narrower <= precision:
             return {"rounds": more, "seconds": more * round_s, "widest": narrower}
     return {"rounds": None, "seconds": None, "widest": widest * narrowing(rounds, HORIZON)}
+
+
+def half(b2: float, w2: float, m: int, rounds: int, paired: bool, alpha: float = 0.05) -> float:
+    """The forecast half-width (on the log scale, about a relative one) of two servers' ratio from ``rounds``
+    rounds of ``m`` windows a fork, b2 and w2 the variances between forks and within one: t sqrt(2 (b2 + w2/m) /
+    rounds), the t on rounds - 1 degrees of freedom by round (``paired``), on 2 (rounds - 1) apart; inf below 2.
+
+    >>> round(half(0.026 ** 2, 0.041 ** 2, 2, 6, True), 3), round(half(0.037 ** 2, 0.041 ** 2, 4, 5, False), 3)
+    (0.058, 0.062)
+    """
+    if rounds < 2:
+        return math.inf
+    df = rounds - 1 if paired else 2 * (rounds - 1)
+    return float(student.ppf(1 - alpha / 2, df)) * math.sqrt(2 * (b2 + w2 / m) / rounds)
+
+
+def plan(*, between: float, beyond: float, within: float, fork_s: float, window_s: float, forks: int, done: int,
+         left_s: float, most: int, reach: int, cap: int, slower: float = 1.0, alpha: float = 0.05) -> list[dict]:
+    """Each windows a fork from 1 to ``most`` with what the budget buys at it, best first: ``{"windows", "rounds",
+    "paired", "half"}``. ``rounds``: the ``done`` ones and as many more of ``forks`` forks as ``left_s`` pays for (a
+    fork ``fork_s`` before its first window, a window ``window_s``, both times ``slower``, what the rounds so far
+    took beyond that model), at most ``cap``; ``paired`` from ``reach`` rounds, where the variance between forks is
+    the one ``beyond`` their round, else ``between`` (with it).
+
+    Best is judged by round where any choice reaches it, then the narrowest forecast ``half``, then fewer windows.
+    Pairing comes first because the forecast cannot be trusted to weigh it: two pilot rounds read a round's shared
+    state on 1 degree of freedom, and it is what moved whole rounds here by 15-25% (docs/statistics.md).
+
+    >>> best = plan(between=0.037 ** 2, beyond=0.026 ** 2, within=0.041 ** 2, fork_s=33, window_s=6, forks=2,
+    ...             done=2, left_s=400, most=8, reach=6, cap=10)[0]
+    >>> best["windows"], best["rounds"], best["paired"]
+    (2, 6, True)
+    """
+    options = []
+    for m in range(1, most + 1):
+        rounds = min(cap, done + int(left_s // (slower * forks * (fork_s + m * window_s))))
+        paired = rounds >= reach and math.isfinite(beyond)
+        options.append({"windows": m, "rounds": rounds, "paired": paired,
+                        "half": half(beyond if paired else between, within, m, rounds, paired, alpha)})
+    return sorted(options, key=lambda option: (not option["paired"], option["half"], option["windows"]))
 
 
 def said(budget_s: float, spent_s: float, widest: float, rounds: int, more: dict, precision: float) -> str:

@@ -7,34 +7,27 @@ not depend on the direction of the difference, so stopping on it keeps every tes
 
 from __future__ import annotations
 
-import json
 import math
 
-import numpy as np
 import pandas as pd
 
-from .. import schema
 from ..schema import AUTO, Interleave
 from . import cells, custom, pairs, stats
+from .spread import beyond_round, cell_of, noise
 from .wall import span
 
 
 def _windows(records) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs, each cell named by :func:`_cell`."""
+    """``{cell: {server: {fork: [rps, ...]}}}`` of the finished runs, each cell named by :func:`.spread.cell_of`."""
     windows: dict[str, dict[str, dict[str, list[float]]]] = {}
     for record in records:
         if record.status != "ok":
             continue
-        cell = _cell(record)
+        name = cell_of(record)
         fork = cells.fork_key(record.params.get("fork"), record.id, record.started_at)
-        windows.setdefault(cell, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
+        windows.setdefault(name, {}).setdefault(record.params["server"], {}).setdefault(fork, []).append(
             record.metrics.get("rps"))
     return windows
-
-
-def _cell(record) -> str:
-    """A record's cell (:func:`benchlab.schema.cell`, as the summary groups its runs) as one text."""
-    return json.dumps(schema.cell(record.params, record.label), default=str)
 
 
 def _cells(records) -> dict[str, dict[str, pd.DataFrame]]:
@@ -136,73 +129,6 @@ def costs(records) -> tuple[float, float]:
     return max(fork, 0.0), max(window, 1e-3)
 
 
-def noise(servers) -> tuple[float, float]:
-    """(between**2, within**2) of the rps logs: each server's random-effects components
-    (:func:`benchlab.analysis.stats.components`), the variances averaged over the servers that can tell them;
-    NaN where none can. ``servers``: each server's forks, a fork its windows' rps.
-
-    >>> [round(v, 4) for v in noise([[[100, 102, 98], [150, 153, 147]]])]
-    [0.0821, 0.0004]
-    """
-    parts = []
-    for forks in servers:
-        forks = list(forks)
-        keys = [i for i, fork in enumerate(forks) for _ in fork]
-        parts.append(stats.components([v for fork in forks for v in fork], keys))
-    between = [p["between_cv"] ** 2 for p in parts if p["between_cv"] == p["between_cv"]]
-    within = [p["within_cv"] ** 2 for p in parts if p["within_cv"] == p["within_cv"]]
-    return (sum(between) / len(between) if between else math.nan, sum(within) / len(within) if within else math.nan)
-
-
-def beyond_round(records, w2: float) -> float:
-    """The variance of a fork's own effect on the rps logs beyond what its round (one ``suite`` and ``repeat``)
-    shares with the other servers' forks: what a ratio judged by round (:func:`benchlab.analysis.cells.rounds`)
-    carries of the forks. Two-way analysis of variance of the fork means by server and round, per cell over the
-    rounds every server has a fork in: the interaction's mean square, (S-1)(R-1) degrees of freedom, less the
-    window noise ``w2`` over the forks' windows, 0 when negative; pooled over cells by degrees of freedom. NaN
-    where no cell has 2 servers in 2 rounds.
-
-    >>> from benchlab.store.results import Run
-    >>> recs = [Run(id=f"{s}{r}", params={"server": s, "repeat": r, "fork": f"{s}{r}"}, metrics={"rps": v},
-    ...             metadata={}, suite="x") for r, k in ((1, 1.0), (2, 1.3), (3, 0.8))
-    ...         for s, v in (("a", 100 * k), ("b", 150 * k * (1.02 if r == 2 else 1.0)))]
-    >>> round(math.sqrt(beyond_round(recs, 0.0)), 4)  # b's round-2 fork 2% off its round: log 1.02 / sqrt 6
-    0.0081
-    """
-    forks: dict[str, dict] = {}
-    for record in records:
-        rps = record.metrics.get("rps")
-        if record.status != "ok" or not isinstance(rps, (int, float)) or not rps > 0:
-            continue
-        fork = forks.setdefault(cells.fork_key(record.params.get("fork"), record.id, record.started_at), {
-            "cell": _cell(record), "server": record.params["server"],
-            "round": (record.suite, record.params.get("repeat")), "logs": []})
-        fork["logs"].append(math.log(rps))
-    by_cell: dict[str, dict] = {}
-    for fork in forks.values():
-        if fork["round"][0] is not None and fork["round"][1] is not None:
-            by_cell.setdefault(fork["cell"], {}).setdefault(fork["server"], {})[fork["round"]] = fork["logs"]
-    found = [(v, df) for v, df in (interaction(servers, w2) for servers in by_cell.values()) if df]
-    weight = sum(df for _, df in found)
-    return sum(v * df for v, df in found) / weight if weight else math.nan
-
-
-def interaction(servers: dict, w2: float) -> tuple[float, int]:
-    """(variance, degrees of freedom) of the forks' own effects in one cell, ``servers`` as ``{server: {round:
-    [log rps of each window]}}``: the server-by-round interaction of the fork means over the rounds every server
-    has a fork in, less the window noise ``w2`` it carries, 0 when negative; (NaN, 0) below 2 servers or 2
-    rounds."""
-    common = sorted(set.intersection(*(set(r) for r in servers.values())), key=str) if servers else []
-    size, count = len(servers), len(common)
-    if size < 2 or count < 2:
-        return math.nan, 0
-    y = np.array([[sum(servers[s][r]) / len(servers[s][r]) for r in common] for s in servers])
-    m = np.array([[len(servers[s][r]) for r in common] for s in servers], dtype=float)
-    rest = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
-    df = (size - 1) * (count - 1)
-    return max(0.0, float((rest ** 2).sum()) / df - (w2 if w2 == w2 else 0.0) * float((1 / m).mean())), df
-
-
 def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> float:
     """Kalibera and Jones' time to one precision with ``m`` windows a fork over the time with one: the grand
     mean's variance a fork, b2 + w2/m, times a fork's cost, fork + m x window, against m = 1 (b2 and w2 the
@@ -217,15 +143,17 @@ def saving(b2: float, w2: float, fork_s: float, window_s: float, m: int) -> floa
     return (b2 + w2 / m) * (fork_s + m * window_s) / ((b2 + w2) * (fork_s + window_s))
 
 
-def design(records, *, interleave: Interleave = "forks", paired: bool = False) -> dict:
+def design(records, *, interleave: Interleave = "forks", paired: bool = False, budget: dict | None = None) -> dict:
     """Kalibera and Jones' allocation ("Rigorous benchmarking in reasonable time", ISMM 2013) for two levels:
     the windows a fork that make the grand mean's variance, between**2/k + within**2/(k*m), smallest for
     its cost, k*(fork + m*window), is m = sqrt(fork/window * within**2/between**2), rounded, from 1 to
     :data:`MAX_WINDOWS` of ``interleave``. The spreads are the rps components of every server's cell
     (stats.components), pooled as mean variances. ``paired``: the comparison will have rounds enough to judge
     its ratios by round (:func:`.cells.rounds`), so between is the forks' spread beyond their round
-    (:func:`beyond_round`), where the forks ran in rounds. The costs come from :func:`costs`. Returns the choice
-    with what it was made from."""
+    (:func:`beyond_round`), where the forks ran in rounds. The costs come from :func:`costs`. ``budget`` (``forks``
+    a round, rounds ``done``, ``left_s``, ``cap`` and ``slower``, of a comparison with a time budget): the windows
+    whose rounds, as many as the budget buys, give the narrowest ratio (:func:`.budget.plan`), by round where
+    they reach the signed rank's rounds. Returns the choice with what it was made from."""
     fork_s, window_s = costs(records)
     b2, w2 = noise(list(forks.values()) for servers in _windows(records).values() for forks in servers.values())
     out = {"fork_s": fork_s, "window_s": window_s, "between_cv": math.nan, "within_cv": math.nan,
@@ -233,7 +161,9 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
     if math.isnan(b2) or math.isnan(w2):
         return _noted({**out, "windows": PILOT_WINDOWS, "why": "too few forks or windows to tell the two noises "
                        "apart: the pilot's windows a fork are kept"})
-    own = beyond_round(records, w2) if paired else math.nan  # judged by round, the round's share leaves every ratio
+    own = beyond_round(records, w2) if paired or budget else math.nan  # judged by round, the round's share leaves
+    if budget is not None:
+        return _noted({**out, **_bought(b2, own, w2, fork_s, window_s, MAX_WINDOWS[interleave], budget)})
     apart = f"forks differ by {math.sqrt(b2):.1%}"
     if own == own:
         apart = f"forks differ by {math.sqrt(own):.1%} beyond their round ({math.sqrt(b2):.1%} with it)"
@@ -249,6 +179,32 @@ def design(records, *, interleave: Interleave = "forks", paired: bool = False) -
         f"and one fork's windows by {math.sqrt(w2):.1%}, so sqrt({fork_s:.0f}/{window_s:.0f} x "
         f"{math.sqrt(w2):.3f}^2/{math.sqrt(b2):.3f}^2) = {raw:.1f} (Kalibera and Jones), held to 1..{most}; "
         f"by their model one precision takes {saved:.2f}x the time of one window a fork")})
+
+
+def _bought(b2: float, own: float, w2: float, fork_s: float, window_s: float, most: int, budget: dict) -> dict:
+    """The budget's design (:func:`design`): the windows a fork with the narrowest forecast, and why."""
+    from . import budget as budgets
+
+    options = budgets.plan(between=b2, beyond=own, within=w2, fork_s=fork_s, window_s=window_s, most=most,
+                           reach=pairs.reach(0.05), **budget)
+    best = options[0]
+    other = next((o for o in options if o["paired"] != best["paired"]), None)
+
+    def bought(option: dict) -> str:
+        judged = "by round" if option["paired"] else "apart"
+        return (f"{option['rounds']} rounds of {option['windows']} window{'s' if option['windows'] != 1 else ''} "
+                f"judged {judged} (+/-{math.expm1(option['half']):.1%})")
+
+    why = (f"{best['windows']} window{'s' if best['windows'] != 1 else ''} a fork: the {budget['left_s'] / 60:.1f} "
+           f"minutes left of the budget buy {bought(best)}" + (f", against {bought(other)}" if other else "") +
+           (" (by round first: two rounds cannot tell what a round's shared state does to a ratio judged apart)"
+            if other is not None and other["half"] < best["half"] else "") +
+           f"; a fork costs {fork_s:.0f} s before its first window and a window {window_s:.0f} s; forks differ by "
+           f"{math.sqrt(b2):.1%}" + (f" ({math.sqrt(own):.1%} beyond their round)" if own == own else "") +
+           f" and one fork's windows by {math.sqrt(w2):.1%} (a forecast from the pilot's two rounds)")
+    return {"windows": best["windows"], "rounds": best["rounds"], "paired": best["paired"], "between_cv": math.sqrt(own if best["paired"] else b2),
+            "within_cv": math.sqrt(w2), "saving": saving(own if best["paired"] else b2, w2, fork_s, window_s,
+                                                          best["windows"]), "why": why}
 
 
 def _noted(design: dict) -> dict:
@@ -270,10 +226,10 @@ class Rule:
     """
 
     def __init__(self, *, repeats, windows, precision: float, baseline: str, interleave: Interleave = "forks",
-                 budget=None, borrow: bool = False, history=None):
+                 budget=None, borrow: bool = False, history=None, most_rounds: int = 10):
         self.by_precision, self.by_design = repeats == AUTO, windows == AUTO
         self.borrow, self.history = borrow, history  # the widest interval is the verdicts' own, borrowing as they do
-        self.budget = budget
+        self.budget, self.most_rounds = budget, most_rounds
         self.interleave = interleave
         self.windows_a_fork, self.precision, self.baseline = windows, precision, baseline
         self.chosen: dict | None = None  # the design, once the pilot's two rounds are in
@@ -291,7 +247,7 @@ class Rule:
         forks, before that round starts."""
         if self.budget is not None and new_round and repeat > 1:
             fork_s, window_s = costs(records)
-            if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat) * window_s)):
+            if not self.budget.fits(forks * (fork_s + self.windows(records, repeat=repeat, forks=forks) * window_s)):
                 self.stopped_by_budget = True  # what the summary says stopped it, not max_repeats
                 return True
         return self.by_precision and new_round and repeat > 2 and self.widest(records) <= self.precision
@@ -300,16 +256,28 @@ class Rule:
         """The widest rps interval of ``records`` as this comparison's verdicts judge it (:func:`widest`)."""
         return widest(records, self.baseline, borrow=self.borrow, history=self.history)
 
-    def windows(self, records, *, repeat: int) -> int:
-        """The windows the fork of round ``repeat`` measures."""
+    def windows(self, records, *, repeat: int, forks: int = 1) -> int:
+        """The windows each of the ``forks`` forks of round ``repeat`` measures."""
         if not self.by_design:
             return self.windows_a_fork
         # On several hosts (compare(hosts=...)) round 3 can be planned while the pilot's rounds still run: the design
         # waits for both, and rounds planned meanwhile measure the pilot's windows.
         piloted = len({r.params.get("repeat") for r in records if r.status == "ok"}) >= 2
         if repeat > 2 and self.chosen is None and piloted:
-            self.chosen = design(records, interleave=self.interleave, paired=self.paired)
+            self.chosen = design(records, interleave=self.interleave, paired=self.paired,
+                                 budget=self._left(records, forks, done=repeat - 1))
         return self.chosen["windows"] if self.chosen else PILOT_WINDOWS
+
+    def _left(self, records, forks: int, *, done: int) -> dict | None:
+        """What :func:`design` plans with under a budget: what is left of it, and how much slower the ``done``
+        rounds ran than what their forks and windows cost."""
+        if self.budget is None:
+            return None
+        fork_s, window_s = costs(records)
+        modelled = done * forks * (fork_s + PILOT_WINDOWS * window_s)
+        slower = max(1.0, self.budget.spent / modelled) if modelled > 0 else 1.0
+        return {"forks": forks, "done": done, "left_s": max(0.0, self.budget.seconds - self.budget.spent),
+                "cap": self.most_rounds, "slower": slower}
 
     def describe(self, suite, records) -> None:
         """Say on ``suite`` the design it ran with and the precision it reached, where the caller asked."""
