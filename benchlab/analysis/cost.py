@@ -44,14 +44,15 @@ def searched(runs) -> bool:
 
 #: The columns of :func:`steps`' frame.
 STEP_COLUMNS = ("id", "server", "fork", "slo", "percentile", "step", "rate", "latency_s", "passed", "why",
-                "capacity_rps", "capacity_by", "kept")
+                "held", "capacity_rps", "capacity_by", "kept")
 
 
 def steps(records) -> pd.DataFrame:
     """Every step of every capacity search in ``records``, one row each: the window's ``id``, ``server`` and
     ``fork``, its ``slo``, the ``percentile`` judged and its ``latency_s`` at the step's offered ``rate``, whether
-    it ``passed`` and ``why`` not, the window's ``capacity_rps`` and ``capacity_by``, and whether the one validity
-    rule ``kept`` the window (:func:`benchlab.analysis.validity.fit`).
+    it ``passed`` and ``why`` not, whether it was a whole window that ``held`` the rate found, the window's
+    ``capacity_rps`` and ``capacity_by``, and whether the one validity rule ``kept`` the window
+    (:func:`benchlab.analysis.validity.fit`).
 
     >>> steps([]).columns.tolist()[:6]
     ['id', 'server', 'fork', 'slo', 'percentile', 'step']
@@ -71,6 +72,7 @@ def steps(records) -> pd.DataFrame:
             rows.append({"id": record.id, "server": record.params.get("server"), "fork": record.params.get("fork"),
                          "slo": found.get("slo"), "percentile": column, "step": number, "rate": step.get("rate"),
                          "latency_s": step.get(column), "passed": bool(step.get("passed")), "why": step.get("why"),
+                         "held": bool(step.get("held")),
                          "capacity_rps": found.get("capacity_rps"), "capacity_by": found.get("capacity_by"),
                          "kept": bool(kept.get(record.id))})
     return pd.DataFrame(rows, columns=list(STEP_COLUMNS))

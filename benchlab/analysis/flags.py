@@ -207,7 +207,8 @@ def _driver_note(runs):
 
 #: What a capacity search that did not end at the server's own limit stopped at (:func:`benchlab.running.cost.search`).
 UNFOUND = {"load tool": "the load tool could not send a higher rate", "limit": "its first rate already failed the "
-           "limit: start lower", "steps": "it ran out of steps: start nearer the capacity"}
+           "limit: start lower", "steps": "it ran out of steps: start nearer the capacity",
+           "hold": "no whole window kept the rate found, nor the ones tried a step lower: its knee is not sustained"}
 
 
 def _streams_queued(runs):

@@ -202,9 +202,10 @@ def _bought(b2: float, own: float, w2: float, fork_s: float, window_s: float, mo
            f"; a fork costs {fork_s:.0f} s before its first window and a window {window_s:.0f} s; forks differ by "
            f"{math.sqrt(b2):.1%}" + (f" ({math.sqrt(own):.1%} beyond their round)" if own == own else "") +
            f" and one fork's windows by {math.sqrt(w2):.1%} (a forecast from the pilot's two rounds)")
-    return {"windows": best["windows"], "rounds": best["rounds"], "paired": best["paired"], "between_cv": math.sqrt(own if best["paired"] else b2),
-            "within_cv": math.sqrt(w2), "saving": saving(own if best["paired"] else b2, w2, fork_s, window_s,
-                                                          best["windows"]), "why": why}
+    between = own if best["paired"] else b2
+    return {"windows": best["windows"], "rounds": best["rounds"], "paired": best["paired"],
+            "between_cv": math.sqrt(between), "within_cv": math.sqrt(w2),
+            "saving": saving(between, w2, fork_s, window_s, best["windows"]), "why": why}
 
 
 def _noted(design: dict) -> dict:
