@@ -36,9 +36,10 @@ def key(value):
 
 
 def group(runs: pd.DataFrame):
-    """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` (:func:`restore` undoes it)."""
+    """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` in the cell's name (:func:`restore` undoes
+    it), while each cell's rows keep their values as they were."""
     keys, filled = _filled(runs)
-    return keys, filled.groupby(keys, sort=False, dropna=False)
+    return keys, runs.groupby([filled[c] for c in keys], sort=False, dropna=False)
 
 
 def members(runs: pd.DataFrame):
@@ -53,8 +54,9 @@ def members(runs: pd.DataFrame):
 
 
 def _filled(runs: pd.DataFrame):
+    """``(keys, the cell columns as group keys)``: a frame of those columns alone, not a copy of every column."""
     keys = [c for c in CELL if c in runs]
-    return keys, runs.assign(**{c: _keys(runs[c]) for c in keys})
+    return keys, pd.DataFrame({c: _keys(runs[c]) for c in keys}, index=runs.index)
 
 
 def _keys(column: pd.Series) -> pd.Series:
@@ -66,6 +68,8 @@ def _keys(column: pd.Series) -> pd.Series:
         return column.fillna("-")
     if column.dtype in (np.int64, np.float64, np.bool_) and not column.isna().any():
         return column
+    if column.isna().all():  # a column no run sets (most cell columns of most runs): every key "-"
+        return pd.Series("-", index=column.index, name=column.name)  # the dtype map() would infer
     return column.astype(object).map(key)
 
 
