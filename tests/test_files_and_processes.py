@@ -127,3 +127,37 @@ def test_a_server_tree_cpu_time_is_read_finer_than_a_clock_tick():
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_look_before_a_window_counts_benchlabs_own_work_as_its_own_and_a_strangers_as_other():
+    """benchlab sits on the load tool's core during the look where the machine has no spare core; its own work
+    there (the last window's results) is not another process's (a re-held capacity window waited 1 s for it),
+    while a process of no run's, pinned to that core, is."""
+    import threading
+    import time
+
+    from benchlab.running import machine
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 cores: one for the server, one for the load")
+    groups = {"server": (cpus[0],), "load": (cpus[1],)}
+    before = machine.keep_off(groups["server"], groups["load"])
+    try:
+        stop = time.monotonic() + 0.8
+        busy = threading.Thread(target=lambda: [None for _ in iter(lambda: time.monotonic() < stop, False)])
+        busy.start()
+        mine = machine.others_share(groups, {os.getpid()}, 0.5)
+        busy.join()
+        stranger = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        try:
+            os.sched_setaffinity(stranger.pid, {cpus[1]})
+            time.sleep(0.2)
+            theirs = machine.others_share(groups, {os.getpid()}, 0.5)
+        finally:
+            stranger.kill()
+            stranger.wait()
+    finally:
+        machine.restore(before)
+    assert mine["load"] < 0.2, mine
+    assert theirs["load"] > 0.6, theirs

@@ -236,32 +236,37 @@ WAIT_LIMIT = 10.0
 
 def others_share(groups: dict[str, tuple[int, ...]], own: set[int], seconds: float) -> dict[str, float]:
     """What other processes took of each group's cores over ``seconds`` (a share of the group's capacity),
-    the run's own processes (``own``, with this one) left out: user+nice+system time only."""
+    the run's own processes (``own``, with this one) left out: user+nice+system time only. An own process's time
+    is taken off the group its cores lie in: the server tree's off the server's, and benchlab's own off the load
+    tool's where :func:`keep_off` pinned it there (a machine with no spare core). Before, benchlab's own was taken
+    off the server's cores, where it never ran, and a re-held capacity window waited 1 s for benchlab itself."""
     before = {name: times(cpus).busy for name, cpus in groups.items()}
     mine = _own_cpu(own)
     began = time.monotonic()
     time.sleep(seconds)
     wall = time.monotonic() - began
-    spent = _own_cpu(own) - mine
+    spent = {pid: (cpu_s - mine[pid][0], cores) for pid, (cpu_s, cores) in _own_cpu(own).items() if pid in mine}
     shares = {}
     for name, cpus in groups.items():
         used = times(cpus).busy - before[name]
-        shares[name] = max(0.0, used - (spent if name == "server" else 0.0)) / (wall * len(cpus))
+        theirs = sum(cpu_s for cpu_s, cores in spent.values() if cores and cores <= set(cpus))
+        shares[name] = max(0.0, used - theirs) / (wall * len(cpus))
     return shares
 
 
-def _own_cpu(own: set[int]) -> float:
-    """CPU seconds of the run's own processes on the server's cores: its server tree (idle during the look)."""
+def _own_cpu(own: set[int]) -> dict[int, tuple[float, frozenset]]:
+    """``{pid: (CPU seconds, the cores it may run on)}`` of the run's own processes."""
     import psutil
 
-    total = 0.0
+    found = {}
     for pid in own:
         try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system
+            process = psutil.Process(pid)
+            t = process.cpu_times()
+            found[pid] = (t.user + t.system, frozenset(process.cpu_affinity()))
         except psutil.Error:
             continue
-    return total
+    return found
 
 
 def wait_quiet(groups: dict[str, tuple[int, ...]], own: set[int], *, limit: float, share: float,
