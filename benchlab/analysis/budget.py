@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 
-from scipy.stats import t as student
+from .intervals import t_quantile
 
 #: The most rounds a forecast looks ahead.
 HORIZON = 60
@@ -54,7 +54,7 @@ def narrowing(n: int, more: int) -> float:
     0.422
     """
     def half(k: int) -> float:
-        return float(student.ppf(0.975, k - 1)) / math.sqrt(k)
+        return float(t_quantile(0.05, k - 1)) / math.sqrt(k)
 
     return half(n + more) / half(n)
 
@@ -90,7 +90,7 @@ def half(b2: float, w2: float, m: int, rounds: int, paired: bool, alpha: float =
     if rounds < 2:
         return math.inf
     df = rounds - 1 if paired else 2 * (rounds - 1)
-    return float(student.ppf(1 - alpha / 2, df)) * math.sqrt(2 * (b2 + w2 / m) / rounds)
+    return float(t_quantile(alpha, df)) * math.sqrt(2 * (b2 + w2 / m) / rounds)
 
 
 def plan(*, between: float, beyond: float, within: float, fork_s: float, window_s: float, forks: int, done: int,

@@ -42,8 +42,7 @@ def t_quantile(alpha: float, df):
     if df.ndim == 0:
         return _t_quantile(alpha, float(df))
     distinct, where = np.unique(df, return_inverse=True)
-    return np.array([_t_quantile(alpha, float(d)) for d in distinct])[where].reshape(df.shape) if distinct.size <= 64 \
-        else _t_ppf(alpha, df)
+    return np.asarray(_t_ppf(alpha, distinct))[where].reshape(df.shape)
 
 
 @functools.lru_cache(maxsize=1024)

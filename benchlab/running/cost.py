@@ -145,9 +145,7 @@ def search(load, measure_at: Callable[..., Measured], *, load_cores: int = 1) ->
     def once(rate: float, attempt: int) -> tuple[bool, str]:
         metrics = measure_at(dataclasses.replace(step_load, rate=round(rate, 1))).metrics
         ok, why = passes(metrics, column, limit, load_cores=load_cores)
-        steps.append({"rate": round(rate, 1), column: metrics.get(column), "sent_rps": metrics.get("sent_rps"),
-                      "achieved_rps": metrics.get("achieved_rps"), "passed": ok, "why": why, "attempt": attempt,
-                      "t": round(time.monotonic() - began, 1)})
+        steps.append(_step(rate, column, metrics, ok, why, attempt=attempt, began=began))
         return ok, why
 
     def step(rate: float) -> bool:
@@ -189,17 +187,24 @@ def _hold(load, low: float | None, by: str, measure_at: Callable[..., Measured],
     rate whose queue grows by 1% of it, which a 4 s window shows (measured here: Tomcat on ``sleep:50`` found
     4,050 req/s, 200 threads / 50 ms = 4,000, and 2 of 3 held windows fell short). A rate no hold kept is no
     capacity: ``by`` is then "hold" (flagged ``capacity_unfound``)."""
+    if low is None:  # nothing passed: the first rate is held as the run, not as a capacity
+        return measure_at(dataclasses.replace(load, rate=round(float(load.rate), 1))), None, by
     column, limit = parse(load.slo)
-    rate = low if low is not None else float(load.rate)
+    rate = low
     for attempt in range(1, HOLDS + 1):
+        if attempt > 1:  # the last hold fell short: a step lower
+            rate *= 1 - RESOLUTION
         held = measure_at(dataclasses.replace(load, rate=round(rate, 1)))
         ok, why = passes(held.metrics, column, limit, load_cores=load_cores)
-        if low is None:  # nothing passed: the first rate is held as the run, not as a capacity
-            return held, None, by
-        steps.append({"rate": round(rate, 1), column: held.metrics.get(column), "sent_rps": held.metrics.get(
-            "sent_rps"), "achieved_rps": held.metrics.get("achieved_rps"), "passed": ok, "why": why,
-            "attempt": attempt, "held": True, "t": round(time.monotonic() - began, 1)})
-        if ok or by != "server" or attempt == HOLDS:
-            return held, rate, by if ok or by != "server" else "hold"
-        rate *= 1 - RESOLUTION
-    raise AssertionError("unreachable: the last hold returns")
+        steps.append(_step(rate, column, held.metrics, ok, why, attempt=attempt, began=began, held=True))
+        if ok or by != "server":
+            return held, rate, by
+    return held, rate, "hold"
+
+
+def _step(rate: float, column: str, metrics: dict, ok: bool, why: str, *, attempt: int, began: float,
+          held: bool = False) -> dict:
+    """One step of a search as its metadata keeps it (a held window's marked ``held``)."""
+    return {"rate": round(rate, 1), column: metrics.get(column), "sent_rps": metrics.get("sent_rps"),
+            "achieved_rps": metrics.get("achieved_rps"), "passed": ok, "why": why, "attempt": attempt,
+            **({"held": True} if held else {}), "t": round(time.monotonic() - began, 1)}
