@@ -59,7 +59,8 @@ def test_a_run_that_cannot_keep_its_rate_is_flagged_and_left_out(jars, tmp_path,
 def test_a_capacity_search_finds_the_knee_a_sweep_of_the_same_fork_finds(jars, tmp_path, no_jvm_left):
     """Tomcat with 8 threads, each request sleeping 10 ms, carries some 800 req/s: below that p99 is about 10 ms,
     above it the queue grows for as long as the window lasts. The search (p99 < 50 ms) and then a sweep of 8 rates
-    in the same warm fork, each step as long as the search's."""
+    in the same warm fork. The capacity is a rate a whole window held, so each sweep step is as long as that window:
+    a 2 s step can pass at 800 req/s where the queue of a 4 s window at 790 already breaks the limit."""
     import dataclasses
     import time
 
@@ -78,11 +79,10 @@ def test_a_capacity_search_finds_the_knee_a_sweep_of_the_same_fork_finds(jars, t
         run = fork.window()
         search_s = time.monotonic() - began
         found = run.metadata["search"]
-        step = dataclasses.replace(spec.load, duration=searching.STEP_MIN)
         column, limit = searching.parse(spec.load.slo)
         swept, began = [], time.monotonic()
         for rate in (500, 600, 650, 700, 750, 800, 850, 900):
-            at = dataclasses.replace(spec, load=dataclasses.replace(step, rate=rate))
+            at = dataclasses.replace(spec, load=dataclasses.replace(spec.load, rate=rate))
             (tmp_path / f"sweep{rate}").mkdir()
             measured = window.measure(at, fork.driver, fork.instance, fork.runner, fork.jvm, tmp_path / f"sweep{rate}",
                                       waited=0.0)
@@ -95,5 +95,6 @@ def test_a_capacity_search_finds_the_knee_a_sweep_of_the_same_fork_finds(jars, t
     first_fail = min((r for r, ok in swept if not ok and r > last_pass), default=float("inf"))
     assert last_pass * (1 - searching.RESOLUTION) <= capacity <= first_fail * (1 + searching.RESOLUTION), \
         (capacity, swept, found["steps"])
-    print(f"capacity {capacity:.0f} req/s in {len(found['steps'])} steps, {search_s:.0f} s with the held window; "
+    held = [s["rate"] for s in found["steps"] if s.get("held")]
+    print(f"capacity {capacity:.0f} req/s in {len(found['steps'])} steps, held at {held}, {search_s:.0f} s in all; "
           f"the sweep of 8 rates: {swept}, {sweep_s:.0f} s")

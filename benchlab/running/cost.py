@@ -48,8 +48,10 @@ STEP_SHARE = 0.5
 STEP_MIN = 2.0
 #: The most steps of one search: doublings from the first rate, then the bisection's.
 MAX_STEPS = 24
-#: The most windows that hold the rate found, each :data:`RESOLUTION` below the one before that failed.
-HOLDS = 3
+#: The most windows that hold the rate found, each :data:`RESOLUTION` below the one before that failed. Measured
+#: here (tests/test_cost.py: Tomcat, 8 threads, 10 ms a request, 2 s steps, 4 s holds): the holds kept 767-794
+#: req/s in 5 searches of 6, and in the sixth three holds kept nothing, so that fork had no capacity.
+HOLDS = 6
 #: A step passes only if its load tool was no busier than the ``generator_bound`` flag allows (measured here, vegeta on
 #: one core answered p99 over 5 ms at 20,000-23,000 req/s on reflect while the server used under half its core), it
 #: kept its rate as the ``rate_shortfall`` flag asks, and lost no more requests than the validity rule lets a window.
@@ -185,7 +187,8 @@ def _hold(load, low: float | None, by: str, measure_at: Callable[..., Measured],
     """``(held, capacity, by)``: the rate found held for a whole window, and where that window failed, held again
     :data:`RESOLUTION` lower, at most :data:`HOLDS` times (each a step marked ``held``). A 2 s step can pass at a
     rate whose queue grows by 1% of it, which a 4 s window shows (measured here: Tomcat on ``sleep:50`` found
-    4,050 req/s, 200 threads / 50 ms = 4,000, and 2 of 3 held windows fell short). A rate no hold kept is no
+    4,050 req/s, 200 threads / 50 ms = 4,000, and 2 of 3 held windows fell short). The last window measured is
+    always the one kept, so the run's files are its own. A rate no hold kept is no
     capacity: ``by`` is then "hold" (flagged ``capacity_unfound``)."""
     if low is None:  # nothing passed: the first rate is held as the run, not as a capacity
         return measure_at(dataclasses.replace(load, rate=round(float(load.rate), 1))), None, by
