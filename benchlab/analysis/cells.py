@@ -36,41 +36,54 @@ def key(value):
 
 
 def group(runs: pd.DataFrame):
-    """``(keys, groupby)``: the runs by cell; a missing value is ``"-"`` in the cell's name (:func:`restore` undoes
-    it), while each cell's rows keep their values as they were."""
-    keys, filled = _filled(runs)
-    return keys, runs.groupby([filled[c] for c in keys], sort=False, dropna=False)
+    """``(keys, [(cell, rows), ...])``: the runs by cell, in the order each cell first appears, each cell a tuple of
+    keys (a missing value is ``"-"`` in it; :func:`restore` undoes it), while each cell's rows keep their values
+    and their order."""
+    keys, found = members(runs)
+    return keys, [(cell, runs.iloc[positions]) for cell, positions in found]
 
 
 def members(runs: pd.DataFrame):
     """``(keys, [(cell, positions), ...])``: each cell as :func:`group` names and orders it (a tuple of
-    keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell."""
+    keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell. One integer a
+    row names its cell: each column's keys numbered (``pd.factorize``, which groupby uses too), the columns that
+    split no rows dropped, the rest combined."""
     keys, filled = _filled(runs)
-    number = filled.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    columns = [filled[c] for c in keys]
+    codes = [pd.factorize(column, use_na_sentinel=False)[0] for column in columns]
+    split = [c for c in codes if len(c) and c.max() > 0]
+    sizes = [int(c.max()) + 1 for c in split]
+    if not split:
+        number = np.zeros(len(runs), dtype=np.int64)
+    elif np.prod(np.asarray(sizes, dtype=float)) < 2 ** 62:
+        number = pd.factorize(np.ravel_multi_index(split, sizes))[0]
+    else:  # too many distinct values to number as one integer
+        number = pd.factorize(pd.Series(list(zip(*split))))[0]
     order = np.argsort(number, kind="stable")
-    columns = [filled[c].to_numpy(dtype=object) for c in keys]
     return keys, [(tuple(column[positions[0]] for column in columns), positions)
                   for positions in np.split(order, np.flatnonzero(np.diff(number[order])) + 1) if len(positions)]
 
 
 def _filled(runs: pd.DataFrame):
-    """``(keys, the cell columns as group keys)``: a frame of those columns alone, not a copy of every column."""
+    """``(keys, {column: its values as group keys})``: each cell column's :func:`key` values, an object array."""
     keys = [c for c in CELL if c in runs]
-    return keys, pd.DataFrame({c: _keys(runs[c]) for c in keys}, index=runs.index)
+    return keys, {c: _keys(runs[c]) for c in keys}
 
 
-def _keys(column: pd.Series) -> pd.Series:
-    """``column.astype(object).map(key)``, without a Python call per run where the dtype answers: numbers
-    with no missing value are their own keys, and text only needs its missing values filled."""
-    if len(column) == 0:  # map() makes an empty column object, whatever it was
-        return column.astype(object)
+def _keys(column: pd.Series) -> np.ndarray:
+    """``column.astype(object).map(key)`` as an object array, without a Python call per run where the dtype
+    answers: numbers with no missing value are their own keys, a column no run sets is all ``"-"``, and text only
+    needs its missing values filled."""
+    values = column.to_numpy(dtype=object)
+    missing = pd.isna(values)
+    if missing.all():  # a column no run sets (most cell columns of most runs), or no run at all
+        return np.full(len(values), "-", dtype=object)
+    if column.dtype.kind in "iufb" and not missing.any():
+        return values
     if column.dtype != object and pd.api.types.is_string_dtype(column.dtype):
-        return column.fillna("-")
-    if column.dtype in (np.int64, np.float64, np.bool_) and not column.isna().any():
-        return column
-    if column.isna().all():  # a column no run sets (most cell columns of most runs): every key "-"
-        return pd.Series("-", index=column.index, name=column.name)  # the dtype map() would infer
-    return column.astype(object).map(key)
+        values[missing] = "-"
+        return values
+    return np.fromiter(map(key, values), dtype=object, count=len(values))
 
 
 #: The load a cell offers, of all its columns (the first of :data:`benchlab.schema.CELL`): borrowed strength fits
@@ -138,13 +151,14 @@ def forks(runs: pd.DataFrame) -> pd.DataFrame:
     keys = fork_keys(runs)
     if len(set(keys)) == len(keys):
         return runs.assign(windows=1)
-    numeric = [c for c in runs.columns
-               if pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])
-               and c not in (*CELL, "repeat", "window")]
+    skip = {*CELL, "repeat", "window"}
+    numeric = [c for c, dtype in runs.dtypes.items()
+               if c not in skip and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)]
     grouped = runs.assign(_fork=keys).groupby("_fork", sort=False)
     first = grouped.nth(0).set_index("_fork")
-    first[numeric] = grouped[numeric].mean()
-    first["windows"] = grouped.size()
+    # the means joined as one block, not set column by column (a runs frame has a hundred numeric columns)
+    first = pd.concat([first.drop(columns=numeric), grouped[numeric].mean(), grouped.size().rename("windows")],
+                      axis=1)[[*runs.columns, "windows"]]
     return first.reset_index(drop=True)
 
 
