@@ -68,11 +68,12 @@ def flags(runs: pd.DataFrame) -> pd.DataFrame:
     return flags_by_cell(runs)[0]
 
 
-def flags_by_cell(runs: pd.DataFrame):
+def flags_by_cell(runs: pd.DataFrame, *, found: list | None = None):
     """(the flags frame, {(cell, server): set of flag names}): the set is what the frame holds for the
-    runs and the cell, which :func:`benchlab.analysis.stats.summary` shows, found without searching the frame."""
+    runs and the cell, which :func:`benchlab.analysis.stats.summary` shows, found without searching the frame.
+    ``found``: the runs' flags (:func:`~benchlab.analysis.flags.runs_flags`) where the caller has them already."""
     keys, members = cells.members(runs)
-    found = runs_flags(runs)
+    found = runs_flags(runs) if found is None else found
     said = np.array(standing(runs, found=found), dtype=object)
     used = np.array([s == "used" for s in said], dtype=bool)
     ids, servers = _column(runs, "id"), _column(runs, "server")

@@ -204,11 +204,13 @@ def summary(runs: pd.DataFrame, metrics=("rps", "p50", "p99"), baseline: str | N
     >>> benchlab.load("data/results").summary(["rps", "p99"])  # doctest: +SKIP
     """
     from .flagframe import flags_by_cell
+    from .flags import runs_flags
     from .validity import usable
 
     baseline = pick_baseline(runs, baseline)
-    _frame, cell_flags = flags_by_cell(runs)  # {(cell, server): the flags of its runs and of the cell}
-    windows, left = usable(runs)  # the one rule: no window with a validity flag enters a statistic
+    found = runs_flags(runs.reset_index(drop=True))  # each run's own, found once for both below
+    _frame, cell_flags = flags_by_cell(runs, found=found)  # {(cell, server): the flags of its runs and of the cell}
+    windows, left = usable(runs, found=found)  # the one rule: no window with a validity flag enters a statistic
     rows = []
     keys, groups = cells.group(cells.forks(cells.ok(runs)))  # every side, the ones left without a clean fork too
     clean_forks = _by_cell(cells.forks(windows))

@@ -202,11 +202,14 @@ class Suite:
         (:func:`benchlab.analysis.ceiling.into_summary`); with a server benchlab attached to, a ``unit`` column says
         its ``n`` counts windows of one process (:mod:`benchlab.analysis.custom`)."""
         from . import ceiling, custom, stats, tails
+        from .validity import fit
 
         summary = stats.summary(self.runs, metrics=metrics if not isinstance(metrics, str) else (metrics,),
                                 baseline=baseline or self.baseline, alpha=alpha)
-        summary = tails.into_summary(summary, self._fit_histograms(), self.runs, baseline or self.baseline, alpha=alpha)
-        summary = ceiling.into_summary(summary, self._fit_runs(), alpha=alpha)
+        keep = fit(self.runs)  # once for the tails and the ceiling
+        summary = tails.into_summary(summary, self._fit_histograms(keep), self.runs, baseline or self.baseline,
+                                     alpha=alpha)
+        summary = ceiling.into_summary(summary, self.runs[keep], alpha=alpha)
         return custom.into_summary(summary, custom.attached(self.records))
 
     def _fit_runs(self):
@@ -215,11 +218,13 @@ class Suite:
 
         return self.runs[fit(self.runs)]
 
-    def _fit_histograms(self) -> tuple:
-        """Each run's histogram where the one rule lets the run into a statistic, else None (left out)."""
+    def _fit_histograms(self, keep=None) -> tuple:
+        """Each run's histogram where the one rule lets the run into a statistic, else None (left out); ``keep``:
+        that rule's mask (:func:`benchlab.analysis.validity.fit`) where the caller has it already."""
         from .validity import fit
 
-        return tuple(h if keep else None for h, keep in zip(self.histograms, fit(self.runs)))
+        keep = fit(self.runs) if keep is None else keep
+        return tuple(h if kept else None for h, kept in zip(self.histograms, keep))
 
     def ceiling(self, *, alpha: float = 0.05):
         """Each server's requests/s as a share of the fastest reference server's in its cell, with its interval

@@ -145,15 +145,17 @@ class Tally:
         return ", ".join([f"{self.used} window{'s' if self.used != 1 else ''} used", *rest])
 
 
-def usable(runs: pd.DataFrame, *, exempt=()) -> tuple[pd.DataFrame, dict]:
+def usable(runs: pd.DataFrame, *, exempt=(), found: list | None = None) -> tuple[pd.DataFrame, dict]:
     """``(clean, left)``: the finished windows that carry no :data:`INVALID` flag, and for each (cell, server)
     that lost some (the cell a tuple as :func:`cells.group` names it), ``{"server", "windows", "left", "forks",
     "forks_left", "flags": {flag: windows}}``: ``windows`` and ``forks`` what it had, ``left`` and ``forks_left``
-    what was left out."""
+    what was left out. ``found``: the flags of every run of ``runs`` where the caller has them already."""
     ok = cells.ok(runs)
     if ok.empty:
         return ok, {}
-    found = reasons(ok, exempt=exempt)
+    if found is not None and len(ok) < len(runs):
+        found = [found[i] for i in np.flatnonzero((runs["status"] == "ok").to_numpy())]
+    found = reasons(ok, exempt=exempt, found=found)
     bad = np.array([bool(r) for r in found], dtype=bool)
     clean = ok[~bad]
     if not bad.any():
