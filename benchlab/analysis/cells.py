@@ -46,19 +46,15 @@ def group(runs: pd.DataFrame):
 def members(runs: pd.DataFrame):
     """``(keys, [(cell, positions), ...])``: each cell as :func:`group` names and orders it (a tuple of
     keys), with the positions of its runs in ``runs``, in order; no sub-frame is built per cell. One integer a
-    row names its cell: each column's keys numbered (``pd.factorize``, which groupby uses too), the columns that
-    split no rows dropped, the rest combined."""
+    row names its cell, numbered in order of first appearance: each column's keys numbered (``pd.factorize``, as
+    groupby does) and folded into it, column by column; a column with one key splits nothing."""
     keys, filled = _filled(runs)
     columns = [filled[c] for c in keys]
-    codes = [pd.factorize(column, use_na_sentinel=False)[0] for column in columns]
-    split = [c for c in codes if len(c) and c.max() > 0]
-    sizes = [int(c.max()) + 1 for c in split]
-    if not split:
-        number = np.zeros(len(runs), dtype=np.int64)
-    elif np.prod(np.asarray(sizes, dtype=float)) < 2 ** 62:
-        number = pd.factorize(np.ravel_multi_index(split, sizes))[0]
-    else:  # too many distinct values to number as one integer
-        number = pd.factorize(pd.Series(list(zip(*split))))[0]
+    number = np.zeros(len(runs), dtype=np.int64)
+    for column in columns:
+        codes, distinct = pd.factorize(column, use_na_sentinel=False)
+        if len(distinct) > 1:  # renumbered each time, so it never outgrows the rows
+            number = pd.factorize(number * len(distinct) + codes)[0]
     order = np.argsort(number, kind="stable")
     return keys, [(tuple(column[positions[0]] for column in columns), positions)
                   for positions in np.split(order, np.flatnonzero(np.diff(number[order])) + 1) if len(positions)]
