@@ -9,14 +9,12 @@ from pathlib import Path
 
 from .analysis.budget import Budget
 from .analysis.precision import Rule
+from .running import common, stored
 from .running import hosts as hosts_
-from .running import stored
-from .running.fork import FAILURES
 from .running.matrix import (
     baseline_of,
     budget_seconds,
     check_design,
-    load_tag,
     matrix,
     rounds,
     run_name,
@@ -25,6 +23,7 @@ from .running.matrix import (
 from .running.measure import measure, new_run_id
 from .running.options import DEFAULT_SERVERS, Comparison, RunOptions, keywords
 from .running.pool import Pool
+from .running.rounds import forks_in_turn, windows_in_turn
 from .running.spec import RunSpec, check_tools, prepare
 from .store import locks
 from .store.files import results_home, slug, under
@@ -123,7 +122,8 @@ def compare(servers=DEFAULT_SERVERS, scenarios=None, connections=(200,), repeats
     ----------
     servers : the servers to compare; the first is the baseline unless ``baseline`` names another
     scenarios, connections : lists; with ``load="count"`` pair ``users`` and ``loops`` lists instead, and
-        with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep. Without ``scenarios`` the built-in
+        with ``load="rate"`` give ``rates`` (requests/s) for a rate sweep, or "auto": one rate every server carries
+        (:mod:`benchlab.running.common`, measured first; docs/cost.md). Without ``scenarios`` the built-in
         servers answer "hello" and a custom server is measured at its own path, in one cell (the report says
         which path each was measured at)
     repeats, windows, interleave : left None, they are 3, 1 and "forks"; with a ``budget``, "auto", "auto" and
@@ -192,14 +192,15 @@ def carry_out(comparison: Comparison, *, results_dir=None, label=None, progress=
     from .running.progress import Progress
 
     check_design(comparison)
+    began = time.monotonic()  # a budget pays for the common rate's pilot too
+    comparison, base, notes = common.prepare(comparison, results_dir, remote=bool(machines), progress=progress)
     chosen_repeats, chosen_windows, chosen_interleave = comparison.design()  # given, else chosen for it
     schedule = matrix(comparison, chosen_repeats if isinstance(chosen_repeats, int) else comparison.max_repeats)
     hosts_.check(machines, schedule)
-    rule = _rule(comparison, schedule)
+    rule = _rule(comparison, schedule, began=began)
     suite = suite_id(schedule)  # the id every run of this comparison stores as its "suite"
-    base = results_home(results_dir)
-    if results_dir is None:
-        base = base / f"compare-{suite}"
+    if base is None:  # the one the common rate was found in, else this comparison's
+        base = results_home(results_dir) / (f"compare-{suite}" if results_dir is None else "")
     bar = Progress([spec.load.warmup_seconds + rule.first_windows * spec.load.planned_seconds for _, spec in schedule],
                    enabled=progress, listener=on_progress, deadline=rule.budget.deadline if rule.budget else None)
     live = _live(progress and not machines, on_slice)
@@ -210,8 +211,9 @@ def carry_out(comparison: Comparison, *, results_dir=None, label=None, progress=
         for spec in {spec.cell_key(): spec for _, spec in schedule}.values():
             check_tools(spec)
         base.mkdir(parents=True, exist_ok=True)  # after: a refused second writer, or a missing tool, makes nothing
-        play = functools.partial(_round if chosen_interleave == "windows" else _one_by_one, suite=suite, label=label,
-                                 deadline=rule.budget.deadline if rule.budget else None, on_slice=shown)
+        play = functools.partial(windows_in_turn if chosen_interleave == "windows" else forks_in_turn, on_slice=shown,
+                                 stamp={"suite": suite, "label": label, "notes": notes},
+                                 deadline=rule.budget.deadline if rule.budget else None)
         planning, keep = _plan(rule, records, base, first=schedule[0][0]), _keep(records, live, on_run)
         pool = functools.partial(Pool, base, enabled=comparison.restart == "never")
         in_rounds = functools.partial(hosts_.distribute, machines) if machines else _in_turn  # on hosts, or here
@@ -228,14 +230,14 @@ def carry_out(comparison: Comparison, *, results_dir=None, label=None, progress=
     return result
 
 
-def _rule(comparison: Comparison, schedule: list[tuple[int, RunSpec]]) -> Rule:
-    """When the comparison stops: its design, its precision against its baseline server, its budget."""
+def _rule(comparison: Comparison, schedule: list[tuple[int, RunSpec]], *, began: float | None = None) -> Rule:
+    """When the comparison stops: its design, its precision against its baseline, its budget (spent from ``began``)."""
     repeats, windows, interleave = comparison.design()
     limit = budget_seconds(comparison.budget) if comparison.budget is not None else None
     return Rule(repeats=repeats, windows=windows, precision=comparison.precision, interleave=interleave,
                 baseline=baseline_of(comparison.baseline, list(dict.fromkeys(s.server.name for _, s in schedule))),
-                budget=Budget(limit) if limit else None, borrow=comparison.borrow, history=comparison.history,
-                most_rounds=comparison.max_repeats)
+                budget=Budget(limit, began=began) if limit else None, borrow=comparison.borrow,
+                history=comparison.history, most_rounds=comparison.max_repeats)
 
 
 def _live(progress: bool, on_slice):
@@ -254,11 +256,6 @@ def _stored(records: list[Run]) -> str:
     from .store.results import frame
 
     return f"{len(records)} window{'s' if len(records) != 1 else ''} stored; {Tally.of(frame(records))}"
-
-
-def _labelled(on_slice, label: str):
-    """``on_slice`` with each row naming its run, or None."""
-    return None if on_slice is None else lambda row: on_slice({"run": label, **row})
 
 
 def _plan(rule: Rule, records: list[Run], base: Path, *, first: int):
@@ -292,59 +289,3 @@ def _keep(records: list[Run], live, on_run):
         for record in done if on_run else ():
             on_run(record)
     return keep
-
-
-def _one_by_one(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
-    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs (a
-    fork that failed: the windows it finished, then its next window recorded as failed). No fork starts after
-    the ``deadline`` (a budget's)."""
-    from .running.fork import Fork, whole
-
-    for spec, windows in planned:
-        if deadline is not None and time.monotonic() >= deadline:
-            return
-        done = stored.found(windows)
-        if done is not None:
-            bar.finish(ran=False)
-            yield done
-            continue
-        name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
-        bar.start(name)
-        try:
-            shared = pool.instance(spec)
-        except FAILURES as exc:  # the shared server would not start: this fork fails, the others go on
-            one = Fork(spec, windows, repeat=repeat, suite=suite, label=label, echo=bar.waiting)
-            one.error = exc
-        else:
-            one = whole(Fork(spec, windows, repeat=repeat, suite=suite, label=label, on_phase=bar.phase,
-                             on_slice=_labelled(on_slice, name), instance=shared, echo=bar.waiting))
-        if one.error is not None:
-            pool.drop(spec)  # a server that failed is not reused
-        bar.finish()
-        yield one.stored()
-
-
-def _round(planned, *, repeat: int, suite: str, label, pool: Pool, bar, deadline=None, on_slice=None):
-    """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
-    (:func:`benchlab.running.rounds.measure`); a fork that failed keeps its windows and records the next as failed."""
-    from .running import rounds
-    from .running.fork import Fork
-
-    todo = []
-    for spec, windows in planned:
-        done = stored.found(windows)
-        if done is not None:
-            bar.finish(ran=False)
-            yield done
-        else:
-            name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
-            todo.append(Fork(spec, windows, repeat=repeat, suite=suite, label=label,
-                             on_phase=lambda step, server=spec.server.name: bar.phase(f"{server} {step}"),
-                             on_slice=_labelled(on_slice, name), echo=bar.waiting))
-    if not todo:
-        return
-    bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
-    forks = rounds.measure(todo, deadline=deadline, echo=bar.waiting)
-    bar.finish(count=len(forks))
-    for one in forks:
-        yield one.stored()

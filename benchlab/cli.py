@@ -28,7 +28,8 @@ def _numbers(kind: type, text: str) -> list:
         raise UsageError(f"expected {what} separated by commas, not {text!r}") from None
 
 
-_LISTS = {"texts": _csv, "ints": lambda text: _numbers(int, text), "floats": lambda text: _numbers(float, text)}
+_LISTS = {"texts": _csv, "ints": lambda text: _numbers(int, text),
+          "floats": lambda text: text.strip() if text.strip() == "auto" else _numbers(float, text)}
 def count(text: str) -> int | str:
     return text if text == "auto" else int(text)
 
@@ -54,7 +55,8 @@ def _add_options(parser: argparse.ArgumentParser, where: str) -> None:
         default = option.default
         shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
         extra: dict = {"default": argparse.SUPPRESS,
-                       "help": option.help + ("" if shown in (None, False, "", ()) else f" (default: {shown})")}
+                       "help": option.help.replace("%", "%%")  # argparse formats help with %
+                       + ("" if shown in (None, False, "", ()) else f" (default: {shown})")}
         if option.choices:
             extra["choices"] = option.choices
         if option.kind == "bool":

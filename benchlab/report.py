@@ -170,7 +170,7 @@ def _check_option(name: str, value) -> None:
                 _positive_int(name, one)
     elif name in ("duration", "warmup", "timeout", "ramp_up"):
         Load(**{name: value})
-    elif name in ("rate", "rates"):
+    elif name in ("rate", "rates") and value != "auto":  # rates="auto": the common rate, found when it runs
         for one in _each(value):
             if one is not None:
                 Load(model="rate", rate=one)

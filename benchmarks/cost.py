@@ -8,9 +8,11 @@ peak in MiB, p99 at that rate), each verdict against the baseline, the windows l
 
 The rate must be one every server carries and the load tool can offer: on this machine vegeta on one core keeps
 10,000 req/s and falls apart at 20,000 (it sent 1,022), while the servers carry 25,000-35,000 in a closed loop, so
-here the load tool, not the slowest server, sets the ceiling of a common rate.
+here the load tool, not the slowest server, sets the ceiling of a common rate. ``--rate auto`` (the default) lets
+benchlab find it (``rates="auto"``, docs/cost.md): 60% of the slowest server's closed-loop rate, lowered to what the
+load tool keeps; the line "rate:" says what it found and which of the two set it.
 
-    python3 benchmarks/cost.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rate 5000]
+    python3 benchmarks/cost.py [--servers spring-tomcat,spring-jetty,spring-undertow] [--rate auto|5000]
                                [--repeats 3] [--windows 2] [--duration 5s] [--results DIR]
     python3 benchmarks/cost.py --slo p99<5ms --scenario reflect [--start 1000] [--repeats 2]   # capacity instead
 """
@@ -29,7 +31,7 @@ from benchlab.present import formatting
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", default="spring-tomcat,spring-jetty,spring-undertow")
-    parser.add_argument("--rate", type=float, default=5000)
+    parser.add_argument("--rate", default="auto", help="requests per second, or auto (default)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--windows", type=int, default=2)
     parser.add_argument("--duration", default="5s")
@@ -43,13 +45,17 @@ def main() -> None:
         capacity(args)
         return
     began = time.monotonic()
-    suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=[args.rate],
+    rates = "auto" if args.rate == "auto" else [float(args.rate)]
+    suite = benchlab.compare(args.servers.split(","), ["hello"], load="rate", rates=rates,
                              repeats=args.repeats, windows=args.windows, interleave="windows", duration=args.duration,
                              results_dir=args.results or tempfile.mkdtemp(prefix="benchlab-cost-"), progress=False)
     minutes = (time.monotonic() - began) / 60
     judged = cost.judged(suite.runs)
-    print(f"\n{len(suite.runs)} windows of {args.servers} at {args.rate:g} req/s, {args.repeats} forks a server, "
-          f"{args.windows} windows a fork, {args.duration} each; {minutes:.1f} min of wall time")
+    rate = suite.runs["target_rps"].dropna().iloc[0]
+    print(f"\n{len(suite.runs)} windows of {args.servers} at {rate:,.0f} req/s, {args.repeats} forks a server, "
+          f"{args.windows} windows a fork, {args.duration} each; {minutes:.1f} min of wall time, the common rate's "
+          "pilot included")
+    print(f"rate: {cost.offered(suite.records) or 'given'}")
     with_p99 = (*judged, "p99")
     print(formatting.summary(suite.summary(metrics=with_p99)).to_string())
     print()

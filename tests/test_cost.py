@@ -43,6 +43,39 @@ def test_two_servers_at_one_rate_cost_with_intervals(jars, tmp_path, no_jvm_left
                for line in shown.splitlines())
 
 
+def test_the_common_rate_is_found_first_kept_and_said(jars, tmp_path, no_jvm_left):
+    """rates="auto": each server's closed-loop rate, 60% of the slowest, lowered to what vegeta on its one core
+    keeps; every window offered that rate, each saying where it came from, and a resumed comparison offering the
+    same rate without measuring it again."""
+    import json
+
+    from benchlab.present import header
+    from benchlab.running import common
+
+    options = dict(load="rate", rates="auto", connections=16, repeats=2, duration="3s", warmup="5s",
+                   results_dir=tmp_path, progress=False)
+    suite = benchlab.compare(SERVERS, **options)
+    found = json.loads((tmp_path / common.FILE).read_text())
+    assert set(found["closed"]) == set(SERVERS) and min(found["closed"].values()) > 1000
+    ceiling = common.SHARE * min(found["closed"].values())
+    tries = found["tries"]
+    assert tries[-1]["passed"] and not any(t["passed"] for t in tries[:-1]) and found["rate"] == tries[-1]["rate"]
+    if found["by"] == "servers":
+        assert len(tries) == 1 and found["rate"] == pytest.approx(ceiling, abs=0.1)
+    else:  # the load tool fell short of 60%: lowered to 90% of what it sent, at most three tries
+        assert found["by"] == "load tool" and 1 < len(tries) <= common.TRIES and found["rate"] < ceiling
+        assert all(t["why"] for t in tries[:-1])
+    ok = [r for r in suite.records if r.status == "ok"]
+    assert len(ok) == 4 and {r.metrics["target_rps"] for r in ok} == {found["rate"]}
+    assert all(r.metadata["common_rate"] == found for r in ok)
+    said = dict(header.measured(suite).rows)["rate"]
+    assert said.startswith(f"{found['rate']:,.0f} req/s offered to every server")
+    assert f"{found['closed'][found['slowest']]:,.0f} req/s in a closed loop at 16 connections" in said
+    again = benchlab.compare(SERVERS, **options)  # resumed: the rate read back, every window found stored
+    assert sorted(r.id for r in again.records) == sorted(r.id for r in suite.records)
+    assert json.loads((tmp_path / common.FILE).read_text()) == found
+
+
 def test_a_run_that_cannot_keep_its_rate_is_flagged_and_left_out(jars, tmp_path, no_jvm_left):
     # Tomcat's 200 threads sleeping 100 ms each answer at most 2,000 req/s: offered 3,000, it falls behind
     run = benchlab.run("spring-tomcat", "sleep:100", load="rate", rate=3000, duration="3s", warmup="2s",

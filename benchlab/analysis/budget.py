@@ -26,11 +26,11 @@ HORIZON = 60
 
 
 class Budget:
-    """The wall time a comparison may take, from its start (now)."""
+    """The wall time a comparison may take, from its start (``began``, a monotonic time; now by default)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, *, began: float | None = None):
         self.seconds = seconds
-        self.began = time.monotonic()
+        self.began = time.monotonic() if began is None else began
 
     @property
     def spent(self) -> float:

@@ -76,3 +76,32 @@ def steps(records) -> pd.DataFrame:
                          "capacity_rps": found.get("capacity_rps"), "capacity_by": found.get("capacity_by"),
                          "kept": bool(kept.get(record.id))})
     return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
+
+
+def offered(records) -> str | None:
+    """The common rate every window of ``records`` was offered, in words, where ``rates="auto"`` found it (each
+    window's ``metadata["common_rate"]``); None otherwise."""
+    found = next((r.metadata["common_rate"] for r in records if r.metadata.get("common_rate")), None)
+    return offered_text(found) if found else None
+
+
+def offered_text(common: dict) -> str:
+    """The common rate of ``rates="auto"`` (:mod:`benchlab.running.common`) in words, as the header says it.
+
+    >>> print(offered_text({"rate": 12000.0, "by": "servers", "share": 0.6, "slowest": "spring-tomcat",
+    ...             "closed": {"spring-tomcat": 20000.0, "spring-jetty": 25000.0}, "connections": 64}))
+    12,000 req/s offered to every server: 60% of spring-tomcat's 20,000 req/s in a closed loop at 64 connections
+    >>> import textwrap
+    >>> print(textwrap.fill(offered_text({"rate": 9000.0, "by": "load tool", "share": 0.6, "slowest": "nginx",
+    ...     "closed": {"nginx": 4e4}, "connections": 64, "tries": [{"rate": 24000.0, "why": "load tool busy 99%"},
+    ...     {"rate": 9000.0}]}), 100))
+    9,000 req/s offered to every server: the load tool's, short of 60% of nginx's 40,000 req/s in a
+    closed loop at 64 connections (24,000 req/s: load tool busy 99%)
+    """
+    slowest = common["slowest"]
+    basis = (f"{common['share']:.0%} of {slowest}'s {common['closed'][slowest]:,.0f} req/s in a closed loop at "
+             f"{common['connections']} connections")
+    if common["by"] == "servers":
+        return f"{common['rate']:,.0f} req/s offered to every server: {basis}"
+    short = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in common.get("tries", []) if t.get("why"))
+    return f"{common['rate']:,.0f} req/s offered to every server: the load tool's, short of {basis} ({short})"

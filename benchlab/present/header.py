@@ -80,6 +80,7 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     repeats  1 per server and setup; 1 window used
     machine  Xeon, 2 cores
     """
+    from ..analysis.cost import offered
     from ..analysis.custom import attached, note, paths
     from ..analysis.wall import span
     from ..store.results import frame
@@ -92,6 +93,9 @@ def measured(runs: Suite | Iterable[Run], *, what: str | None = None) -> Header:
     rows: list[tuple[str, str]] = [("report", what)] if what else []
     rows += _server_rows(ok, records)
     rows.append(("load", _load(ok)))
+    common = offered(records)
+    if common:
+        rows.append(("rate", common))
     wire = _wire(records)
     if wire:
         rows.append(("wire", wire))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..analysis.cost import offered
 from . import formatting
 from .numbers import UNITS
 from .numbers import ms as _ms  # one formatter for the terminal, the notebooks and the report
@@ -153,6 +154,7 @@ def print_suite(suite, metrics=("rps", "p50", "p99")) -> None:
         shown["metric"] = shown["metric"].map(lambda m: m if m == "rps" else formatting.metric_name(m))
         _print(f"{suite!r}  baseline: {suite.baseline}" + (f"  stored in {suite.path}" if suite.path else ""))
         _print(warmup_line(suite.runs))
+        _offered(suite)
         _custom(suite)
         _precision(suite)
         spent = getattr(suite, "budget", None)
@@ -195,6 +197,13 @@ def _whose(flag) -> str:
     """Whose flag a row of the flags frame is: a window, named with what it is (used, left out, retaken: a
     retaken window's flags are not the kept one's), or a cell's every repeat."""
     return f"{flag['id']} ({flag['standing']})" if flag["level"] == "run" else f"{flag['server']} (all repeats)"
+
+
+def _offered(suite) -> None:
+    """The common rate of ``rates="auto"``, where it set the rate (:func:`benchlab.analysis.cost.offered`)."""
+    common = offered(suite.records)
+    if common:
+        _print(f"rate: {common}")
 
 
 def _precision(suite) -> None:

@@ -47,11 +47,13 @@ def launch(spec: RunSpec, run_id: str, log_path: Path, *, backend=None, **change
 class Fork:
     """One server process and its windows ``[(folder, run id), ...]``. An ``instance`` given (a shared server) is
     used as it is and left running; ``on_phase`` hears each step's name, ``on_slice`` each warm-up slice, ``echo``
-    each one-line note (the ``benchlab`` log's warnings by default)."""
+    each one-line note (the ``benchlab`` log's warnings by default); ``notes`` go into every window's metadata."""
 
     def __init__(self, spec: RunSpec, windows: list[tuple[Path, str]], *, repeat: int = 1, suite=None, label=None,
-                 on_phase=None, on_slice=None, instance=None, echo=None):
+                 on_phase=None, on_slice=None, instance=None, echo=None, notes=None):
         self.spec, self.windows = spec, [(Path(d), i) for d, i in windows]
+        #: what the comparison adds to every window's metadata (the common rate it found: benchlab.running.common)
+        self.notes: dict = dict(notes or {})
         self.repeat, self.suite, self.label, self.key = repeat, suite, label, spec.cell_key()
         self.phase = on_phase or (lambda name: None)
         self.on_slice = on_slice

@@ -103,6 +103,11 @@ def check_design(comparison: Comparison) -> None:
             raise UsageError(f"max_repeats must be a whole number of 2 or more, not {max_repeats!r}")
     if comparison.budget is not None:
         budget_seconds(comparison.budget)
+    if isinstance(comparison.rates, str) and comparison.rates != AUTO:
+        raise UsageError(f"rates is requests per second, one number or a list, or 'auto', not {comparison.rates!r}")
+    if comparison.rates == AUTO and comparison.run.load != "rate":
+        raise UsageError(f"rates='auto' finds the common rate of a rate comparison: give load='rate', not "
+                         f"{comparison.run.load!r}")
     if not isinstance(comparison.borrow, bool):
         raise UsageError(f"borrow must be True or False, not {comparison.borrow!r}")
     from ..analysis.history import folders  # here: the statistics' imports are not every command's to pay

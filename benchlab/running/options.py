@@ -52,7 +52,7 @@ Where = Literal["run", "compare", "both"]
 Cores = int | str | Sequence[int] | None
 Texts = str | Sequence[str] | None
 Counts = int | Sequence[int] | None
-Rates = float | Sequence[float] | None
+Rates = float | Sequence[float] | str | None
 #: A server is a name (a built-in, a variant, a URL) or a :class:`~benchlab.running.servers.Server` of your own
 #: (imported for the type checker only: servers is a heavy import, and "str | 'Server'" fails when it runs).
 ServerList = Union[str, "Server", Sequence[Union[str, "Server"]]]  # noqa: UP007
@@ -183,7 +183,8 @@ class Comparison:
     connections: Counts = option((200,), "ints", "one or more connection counts, comma separated")
     users: Counts = option(None, "ints", "count model: users per cell, comma separated (pairs with --loops)")
     loops: Counts = option(None, "ints", "count model: loops per cell, comma separated (pairs with --users)")
-    rates: Rates = option(None, "floats", "rate model: requests per second per cell, comma separated")
+    rates: Rates = option(None, "floats", "rate model: requests per second per cell, comma separated, or auto: 60% of "
+                          "the slowest server's closed-loop rate, lowered to what the load tool keeps (docs/cost.md)")
     repeats: int | str | None = option(None, "count", "forks per server and cell, interleaved; auto: until "
                                        "precision is reached (default: 3, or auto with --budget)")
     windows: int | str | None = option(None, "count", "measured windows per fork (a server process warmed once; "
@@ -255,9 +256,8 @@ def _known(cls, given: dict, what: str) -> dict:
 #: The types a parameters cell gives an option of one value or several (typed by one of the aliases above), by how
 #: the command line reads it: papermill and the notebook's check read these, not the aliases.
 _LOOSE = {"text": "Union[str, int, list, None]", "texts": "Optional[list]", "ints": "Union[int, list, None]",
-          "floats": "Union[float, int, list, None]", "repeat": "Union[list, dict, str, None]"}
-#: The closed sets are text in a notebook.
-_WORDS = dict.fromkeys(("LoadModel", "BackendName", "Interleave", "Order", "Restart", "Warming", "Wire"), "str")
+          "floats": "Union[float, int, list, str, None]", "repeat": "Union[list, dict, str, None]"}
+_WORDS = dict.fromkeys(("LoadModel", "BackendName", "Interleave", "Order", "Restart", "Warming", "Wire"), "str")  # text
 _SEVERAL = ("Cores", "Texts", "Counts", "Rates", "ServerList", "Factors")
 
 

@@ -1,4 +1,5 @@
-"""A round's forks alive together, their windows interleaved: ``compare(interleave="windows")``.
+"""A comparison's round of forks: one after another (:func:`forks_in_turn`, ``interleave="forks"``) or alive together,
+their windows interleaved (:func:`windows_in_turn`, ``compare(interleave="windows")``), which this page is about.
 
 Windows measured back to back in one process are not independent: measured here (Jetty and Undertow at
 200 connections, one server core), consecutive 5 s windows of one warm JVM correlate at 0.64-0.73, and the
@@ -23,7 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..store import locks
-from .fork import Fork
+from . import stored
+from .fork import FAILURES, Fork, whole
+from .matrix import load_tag
+from .pool import Pool
 
 
 def passes(forks: int, windows: int) -> list[list[int]]:
@@ -81,3 +85,59 @@ def take(forks: list[Fork], windows: int | None = None, *, deadline: float | Non
         for i in order:
             if forks[i].alive():
                 forks[i].step(forks[i].window)
+
+
+def _labelled(on_slice, label: str):
+    """``on_slice`` with each row naming its run, or None."""
+    return None if on_slice is None else lambda row: on_slice({"run": label, **row})
+
+
+def forks_in_turn(planned, *, repeat: int, stamp: dict, pool: Pool, bar, deadline=None, on_slice=None):
+    """A round as ``interleave="forks"`` runs it: each fork whole, one after another; yields each fork's runs (a
+    fork that failed: the windows it finished, then its next window recorded as failed). No fork starts after
+    the ``deadline`` (a budget's)."""
+    for spec, windows in planned:
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+        done = stored.found(windows)
+        if done is not None:
+            bar.finish(ran=False)
+            yield done
+            continue
+        name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
+        bar.start(name)
+        try:
+            shared = pool.instance(spec)
+        except FAILURES as exc:  # the shared server would not start: this fork fails, the others go on
+            one = Fork(spec, windows, repeat=repeat, echo=bar.waiting, **stamp)
+            one.error = exc
+        else:
+            one = whole(Fork(spec, windows, repeat=repeat, on_phase=bar.phase, on_slice=_labelled(on_slice, name),
+                             instance=shared, echo=bar.waiting, **stamp))
+        if one.error is not None:
+            pool.drop(spec)  # a server that failed is not reused
+        bar.finish()
+        yield one.stored()
+
+
+def windows_in_turn(planned, *, repeat: int, stamp: dict, pool: Pool, bar, deadline=None, on_slice=None):
+    """A round as ``interleave="windows"`` runs it: its unfinished forks alive together, their windows in turn
+    (:func:`measure`); a fork that failed keeps its windows and records the next as failed."""
+    todo = []
+    for spec, windows in planned:
+        done = stored.found(windows)
+        if done is not None:
+            bar.finish(ran=False)
+            yield done
+        else:
+            name = f"{spec.server.name} {spec.scenario.name} {load_tag(spec)} r{repeat}"
+            todo.append(Fork(spec, windows, repeat=repeat, **stamp,
+                             on_phase=lambda step, server=spec.server.name: bar.phase(f"{server} {step}"),
+                             on_slice=_labelled(on_slice, name), echo=bar.waiting))
+    if not todo:
+        return
+    bar.start(f"round {repeat}: {len(todo)} forks together, their windows in turn")
+    forks = measure(todo, deadline=deadline, echo=bar.waiting)
+    bar.finish(count=len(forks))
+    for one in forks:
+        yield one.stored()

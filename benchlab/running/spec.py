@@ -145,6 +145,7 @@ def prepare(server="spring-tomcat", scenario=None, options: RunOptions | None = 
     driver = drivers.get(o.driver, load.model, load.protocol)
     driver.check(load)  # a driver's own input checks (a user's .jmx)
     drivers.check_protocol(driver, load)
+    drivers.check_rate(driver, load, cores=len(load_cores))
     _check_protocol(load.protocol, server)
     _choice("backend", o.backend, backends.NAMES)
     docker = _docker_options(o)

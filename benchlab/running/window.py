@@ -263,6 +263,7 @@ def _record(fork, run_dir: Path, run_id: str, number: int):
     first = number == 1
     metadata = {
         **fork.meta,
+        **fork.notes,
         "backend": {**fork.backend.metadata(), **{k: v for k, v in instance.metadata.items() if k != "argv"},
                     "argv": instance.metadata.get("argv")},
         "cores": measured.cores,  # what else was busy on the run's cores while it measured

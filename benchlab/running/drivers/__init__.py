@@ -89,6 +89,21 @@ def check_protocol(driver: LoadTool, load) -> None:
                          "driver='h2load', or drop streams")
 
 
+def check_rate(driver: LoadTool, load, *, cores: int) -> None:
+    """A rate the tool can offer from ``cores`` load cores at all (its ``most_per_core``), said before any server
+    starts (docs/bad-input.md); a rate under it that the tool still falls short of is flagged when it runs
+    (``rate_shortfall``), and ``rates="auto"`` lowers the common rate to what it keeps (docs/cost.md).
+
+    >>> from benchlab.running.load import Load
+    >>> check_rate(tool("vegeta"), Load(model="rate", rate=20_000), cores=1)  # allowed: the run will tell
+    """
+    most = getattr(driver, "most_per_core", None)
+    if load.model == "rate" and most and load.rate > most * cores:
+        raise UsageError(f"rate={load.rate:g} is more than {driver.name} offers from {cores} load core"
+                         f"{'s' if cores != 1 else ''} (at most {most:,.0f} req/s a core): give more load_cpus or "
+                         "load_hosts, or a lower rate")
+
+
 def execute(driver: LoadTool, url: str, scenario, load, *, cpus, workdir: Path, phase: str = "measure",
             monitor=None, runner=None, on_start=None) -> tuple[dict, str]:
     """Run one phase of load and return ``(metrics, raw stdout)``; the measure phase's latency
