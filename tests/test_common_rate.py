@@ -15,36 +15,49 @@ from benchlab.running import common
 from benchlab.store.results import Run
 
 
-def tool(most: float, *, busy: float = 50.0):
-    """A load tool that sends at most ``most`` req/s with ``busy`` % of its core, to a server that keeps up."""
+def tool(most: float, *, busy: float = 50.0, cost_us: float = 20.0):
+    """A load tool that sends at most ``most`` req/s with ``busy`` % of its core, to a server that keeps up and spends
+    ``cost_us`` µs of its one core a request; returns measure_at and the rates it was asked."""
     asked = []
 
     def measure_at(rate: float) -> dict:
         asked.append(rate)
         sent = min(rate, most)
         return {"target_rps": rate, "sent_rps": sent, "achieved_rps": sent, "p99": 0.002, "requests": int(sent),
-                "load_cpu_mean": busy}
+                "load_cpu_mean": busy, "server_cpu_mean": 100.0 * sent * cost_us * 1e-6}
     return measure_at, asked
 
 
-def test_a_rate_the_tool_keeps_is_tried_once():
-    measure_at, asked = tool(12_000)
-    tries = common.tried(measure_at, 10_000)
-    assert asked == [10_000] and [t["passed"] for t in tries] == [True]
+def test_a_rate_every_server_keeps_is_tried_once():
+    a, asked_a = tool(12_000)
+    b, asked_b = tool(12_000, cost_us=50.0)
+    tries = common.tried({"a": a, "b": b}, 10_000)
+    assert asked_a == asked_b == [10_000] and [t["passed"] for t in tries] == [True]
+    assert tries[0]["servers"]["b"]["busy"] == 0.5
 
 
 def test_a_rate_the_tool_falls_short_of_is_lowered_to_nine_tenths_of_what_it_sent():
     measure_at, asked = tool(10_000)
-    tries = common.tried(measure_at, 18_000)
+    tries = common.tried({"a": measure_at}, 18_000)
     assert asked == [18_000, 9_000] and [t["passed"] for t in tries] == [False, True]
-    assert tries[0]["why"] == "load tool sent 56%"
+    assert tries[0]["why"] == "a load tool sent 56%" and tries[0]["lowered_by"] == "load tool"
+
+
+def test_a_server_over_the_share_busy_lowers_the_rate_in_proportion():
+    # 20,000 req/s at 45 µs a request is 90% of a core: lowered to 60% busy, 13,333 req/s, which every server keeps
+    cheap, _ = tool(1e9, cost_us=30.0)
+    dear, asked = tool(1e9, cost_us=45.0)
+    tries = common.tried({"cheap": cheap, "dear": dear}, 20_000)
+    assert [t["rate"] for t in tries] == [20_000.0, 13_333.3] and tries[-1]["passed"]
+    assert tries[0]["why"] == "dear 90% busy" and tries[0]["lowered_by"] == "server CPU"
+    assert tries[-1]["servers"]["dear"]["busy"] == pytest.approx(common.SHARE, abs=0.001)
 
 
 def test_a_tool_out_of_cpu_is_lowered_even_when_it_sent_everything():
     measure_at, asked = tool(1e9, busy=99.0)
-    tries = common.tried(measure_at, 10_000)
+    tries = common.tried({"a": measure_at}, 10_000)
     assert len(tries) == common.TRIES and not any(t["passed"] for t in tries)
-    assert asked == [10_000, 9_000, 8_100] and tries[0]["why"] == "load tool busy 99%"
+    assert asked == [10_000, 9_000, 8_100] and tries[0]["why"] == "a load tool busy 99%"
 
 
 def test_what_was_found_is_read_back_and_a_damaged_file_names_itself(tmp_path):
@@ -57,7 +70,7 @@ def test_what_was_found_is_read_back_and_a_damaged_file_names_itself(tmp_path):
 
 
 def test_each_window_says_the_common_rate_it_was_offered():
-    found = {"rate": 12000.0, "by": "servers", "share": 0.6, "slowest": "spring-tomcat",
+    found = {"rate": 12000.0, "by": "closed loop", "share": 0.6, "slowest": "spring-tomcat",
              "closed": {"spring-tomcat": 20000.0, "spring-undertow": 30000.0}, "connections": 16}
     plain = Run(id="a", params={"server": "spring-tomcat"}, metrics={"rps": 1.0}, metadata={})
     assert offered([plain]) is None

@@ -88,20 +88,20 @@ def offered(records) -> str | None:
 def offered_text(common: dict) -> str:
     """The common rate of ``rates="auto"`` (:mod:`benchlab.running.common`) in words, as the header says it.
 
-    >>> print(offered_text({"rate": 12000.0, "by": "servers", "share": 0.6, "slowest": "spring-tomcat",
-    ...             "closed": {"spring-tomcat": 20000.0, "spring-jetty": 25000.0}, "connections": 64}))
+    >>> print(offered_text({"rate": 12000.0, "by": "closed loop", "share": 0.6, "slowest": "spring-tomcat",
+    ...                     "closed": {"spring-tomcat": 20000.0, "spring-jetty": 25000.0}, "connections": 64}))
     12,000 req/s offered to every server: 60% of spring-tomcat's 20,000 req/s in a closed loop at 64 connections
     >>> import textwrap
-    >>> print(textwrap.fill(offered_text({"rate": 9000.0, "by": "load tool", "share": 0.6, "slowest": "nginx",
-    ...     "closed": {"nginx": 4e4}, "connections": 64, "tries": [{"rate": 24000.0, "why": "load tool busy 99%"},
-    ...     {"rate": 9000.0}]}), 100))
-    9,000 req/s offered to every server: the load tool's, short of 60% of nginx's 40,000 req/s in a
-    closed loop at 64 connections (24,000 req/s: load tool busy 99%)
+    >>> print(textwrap.fill(offered_text({"rate": 9000.0, "by": "server CPU", "share": 0.6, "slowest": "nginx",
+    ...     "closed": {"nginx": 2e4}, "connections": 64, "tries": [{"rate": 12000.0, "why": "nginx 80% busy"},
+    ...     {"rate": 9000.0, "why": ""}]}), 100))
+    9,000 req/s offered to every server: lowered (server CPU) from 60% of nginx's 20,000 req/s in a
+    closed loop at 64 connections (12,000 req/s: nginx 80% busy)
     """
     slowest = common["slowest"]
     basis = (f"{common['share']:.0%} of {slowest}'s {common['closed'][slowest]:,.0f} req/s in a closed loop at "
              f"{common['connections']} connections")
-    if common["by"] == "servers":
+    if common["by"] == "closed loop":
         return f"{common['rate']:,.0f} req/s offered to every server: {basis}"
     short = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in common.get("tries", []) if t.get("why"))
-    return f"{common['rate']:,.0f} req/s offered to every server: the load tool's, short of {basis} ({short})"
+    return f"{common['rate']:,.0f} req/s offered to every server: lowered ({common['by']}) from {basis} ({short})"

@@ -4,16 +4,18 @@ CPU per request compares servers at one offered rate (HttpArena's method, docs/c
 the slowest server keeps with room to spare, else its figure is a queue's. ``compare(load="rate", rates="auto")``
 finds it before the first round, on this machine, with the comparison's own options:
 
-1. each server's closed-loop rate: per server one fork, warmed as the comparison warms its forks, then one window of
-   its load point in a closed loop (wrk, or h2load over HTTP/2, at its ``connections``);
-2. the rate offered is :data:`SHARE` of the slowest server's;
-3. the load tool is tried at that rate against the last server's fork (every server is then at most :data:`SHARE`
-   busy, so what falls short is the tool): a try that leaves the load tool busier than ``generator_bound`` allows, or
-   sends or keeps under 99% of the rate, lowers it to :data:`LOWER` of what was sent, at most :data:`TRIES` times.
+1. each server's closed-loop rate: per server one fork, the forks alive together and warmed in turn as the
+   comparison warms its forks, then one window each of its load point in a closed loop (wrk, or h2load over
+   HTTP/2, at its ``connections``);
+2. :data:`SHARE` (60%) of the slowest server's is tried on every server at once, paced (vegeta);
+3. a try is lowered and made again, at most :data:`TRIES` times in all, where a server was more than :data:`SHARE`
+   busy (CPU per request is dearer paced than in a closed loop: measured here, 60% of Jetty's closed-loop rate kept
+   the servers 80-90% busy, their p99 50-220 ms), in proportion, or where the load tool could not keep it (busier
+   than ``generator_bound`` allows, under 99% sent or kept), to :data:`LOWER` of what it sent.
 
 What it found is ``rate.json`` in the comparison's folder, read again when the comparison resumes (the same rate,
-the same runs), and every window's ``metadata["common_rate"]``, which the header says: the rate, and whether the
-servers or the load tool set it. The pilot's forks enter no statistic.
+the same runs), and every window's ``metadata["common_rate"]``, which the header says: the rate, and what set it.
+The pilot's forks enter no statistic.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..analysis.cost import offered_text
 from ..errors import LoadError, ResultsError, UsageError
 from ..store import locks
 from ..store.files import write_atomic
-from . import cost, drivers
+from . import cost, drivers, rounds
 from .fork import Fork
 from .spec import RunSpec, check_tools
 from .window import measure
@@ -59,38 +61,40 @@ def found(folder: Path) -> dict | None:
     return kept
 
 
-def settle(closed: list[RunSpec], paced: RunSpec, folder: Path, *, echo=log.warning) -> dict:
-    """The common rate, from one fork of each server in ``closed`` (closed-loop specs, one per server) and the load
-    tool tried at ``paced``'s load (the rate model's spec of the last server): ``{"rate", "by", "share",
-    "closed", "tries", "seconds"}``, also written to ``folder/rate.json``. ``by`` is "servers" or "load tool"."""
+def settle(closed: list[RunSpec], paced: dict[str, RunSpec], folder: Path, *, echo=log.warning) -> dict:
+    """The common rate, from one fork of each server in ``closed`` (closed-loop specs, one per server) and each
+    server's ``paced`` spec (its rate model's, by server name): ``{"rate", "by", "share", "slowest", "closed",
+    "connections", "tries", "seconds"}``, also written to ``folder/rate.json``. ``by`` is "closed loop" (the rate is
+    :data:`SHARE` of the slowest server's) or what lowered it ("server CPU", "load tool")."""
     kept = found(folder)
     if kept is not None:
         echo(f"rates=auto: {kept['rate']:,.0f} req/s, as found before ({folder / FILE})")
         return kept
-    for spec in (*closed, paced):
+    for spec in (*closed, *paced.values()):
         check_tools(spec)
-    began, served, tries = time.monotonic(), {}, []
-    for number, spec in enumerate(closed):
-        last = number == len(closed) - 1
-        one = Fork(spec, [(folder / "rate" / spec.server.name, f"rate-{spec.server.name}")], echo=echo)
-        with locks.cores(one.pinned, echo=echo), one:
-            one.start()
-            one.warm()
-            served[spec.server.name] = _rps(one, spec)
-            echo(f"rates=auto: {spec.server.name} served {served[spec.server.name]:,.0f} req/s in a closed loop "
-                 f"at {spec.load.connections} connections")
-            if last:
-                slowest = min(served, key=served.__getitem__)
-                tries = tried(_at(one, paced), SHARE * served[slowest], load_cores=len(paced.load_cpus),
-                              echo=echo)
+    began, served = time.monotonic(), {}
+    forks = [Fork(spec, [(folder / "rate" / spec.server.name, f"rate-{spec.server.name}")], echo=echo)
+             for spec in closed]
+    with rounds.together(forks, echo=echo):  # alive together, warmed in turn: the tries reach every server warm
+        broken = next((one.error for one in forks if one.error is not None), None)
+        if broken is not None:  # a server that would not start or warm: no common rate without it
+            raise broken
+        for one in forks:
+            name = one.spec.server.name
+            served[name] = _rps(one, one.spec)
+            echo(f"rates=auto: {name} served {served[name]:,.0f} req/s in a closed loop at "
+                 f"{one.spec.load.connections} connections")
+        tries = tried({one.spec.server.name: _at(one, paced[one.spec.server.name]) for one in forks},
+                      SHARE * min(served.values()), load_cores=len(closed[0].load_cpus),
+                      server_cores=len(closed[0].server_cpus), echo=echo)
     if not tries[-1]["passed"]:
         why = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in tries)
-        raise LoadError(f"rates=auto: the load tool kept none of the rates tried ({why}): give it more cores "
-                        "(load_cpus, load_hosts) or a lower rates=[...]")
-    slowest = min(served, key=served.__getitem__)
-    result = {"rate": tries[-1]["rate"], "by": "servers" if len(tries) == 1 else "load tool", "share": SHARE,
-              "slowest": slowest, "closed": served, "connections": closed[0].load.connections, "tries": tries,
-              "seconds": round(time.monotonic() - began, 1)}
+        raise LoadError(f"rates=auto: no rate tried was kept ({why}): give the load tool more cores "
+                        "(load_cpus, load_hosts), or give rates=[...]")
+    lowered = sorted({t["lowered_by"] for t in tries[:-1]})
+    result = {"rate": tries[-1]["rate"], "by": " and ".join(lowered) or "closed loop", "share": SHARE,
+              "slowest": min(served, key=served.__getitem__), "closed": served,
+              "connections": closed[0].load.connections, "tries": tries, "seconds": round(time.monotonic() - began, 1)}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / FILE, json.dumps(result, indent=2) + "\n")
     echo(f"rates=auto: {offered_text(result)}")
@@ -119,26 +123,38 @@ def _at(one: Fork, paced: RunSpec):
     return measure_at
 
 
-def tried(measure_at, rate: float, *, load_cores: int = 1, echo=log.info) -> list[dict]:
-    """The load tool at ``rate`` (``measure_at(rate)``: a window's metrics), lowered to :data:`LOWER` of what it
-    sent while it falls short, at most :data:`TRIES` times: each try's ``{"rate", "sent_rps", "achieved_rps",
-    "passed", "why"}``, the last one passed unless every one failed.
+def tried(measure_at: dict, rate: float, *, load_cores: int = 1, server_cores: int = 1, echo=log.info) -> list[dict]:
+    """The rate tried on every server (``measure_at[server](rate)``: a window's metrics), and lowered while one falls
+    short, at most :data:`TRIES` times: where the load tool could not keep it (``cost.passes`` with no latency limit),
+    to :data:`LOWER` of what it sent; where a server was more than :data:`SHARE` busy, in proportion, to
+    :data:`SHARE`. Each try is ``{"rate", "passed", "why", "lowered_by", "servers": {server: {"sent_rps",
+    "achieved_rps", "busy", "why"}}}``, the last one passed unless every one failed.
 
     >>> tool = lambda rate: {"target_rps": rate, "sent_rps": min(rate, 10_000), "achieved_rps": min(rate, 10_000),
-    ...                      "p99": 0.001, "requests": 1}
-    >>> [(t["rate"], t["passed"]) for t in tried(tool, 18_000)]
-    [(18000.0, False), (9000.0, True)]
+    ...                      "p99": 0.001, "requests": 1, "server_cpu_mean": rate / 400}
+    >>> [(t["rate"], t["passed"], t["lowered_by"]) for t in tried({"a": tool}, 18_000)]
+    [(18000.0, False, 'load tool'), (9000.0, True, None)]
     """
     tries: list[dict] = []
     for _ in range(TRIES):
-        metrics = measure_at(round(rate, 1))
-        ok, why = cost.passes(metrics, "p99", math.inf, load_cores=load_cores)
-        tries.append({"rate": round(float(rate), 1), "sent_rps": metrics.get("sent_rps"),
-                      "achieved_rps": metrics.get("achieved_rps"), "passed": ok, "why": why})
-        echo(f"rates=auto: the load tool at {rate:,.0f} req/s: " + ("kept it" if ok else why))
-        if ok:
+        rate = round(float(rate), 1)
+        factor, whys, by, servers = 1.0, [], None, {}
+        for name, at in measure_at.items():
+            metrics = at(rate)
+            ok, why = cost.passes(metrics, "p99", math.inf, load_cores=load_cores)
+            busy = (metrics.get("server_cpu_mean") or 0.0) / (100.0 * server_cores)
+            if not ok:
+                factor, by = min(factor, LOWER * min(rate, metrics.get("sent_rps") or rate) / rate), "load tool"
+            elif busy > SHARE:
+                why, factor, by = f"{busy:.0%} busy", min(factor, SHARE / busy), by or "server CPU"
+            whys += [f"{name} {why}"] if why else []
+            servers[name] = {"sent_rps": metrics.get("sent_rps"), "achieved_rps": metrics.get("achieved_rps"),
+                             "busy": round(busy, 3), "why": why}
+        tries.append({"rate": rate, "passed": not whys, "why": "; ".join(whys), "lowered_by": by, "servers": servers})
+        echo(f"rates=auto: {rate:,.0f} req/s: " + ("every server kept it" if not whys else "; ".join(whys)))
+        if not whys:
             break
-        rate = LOWER * min(rate, metrics.get("sent_rps") or rate)
+        rate *= factor
     return tries
 
 
@@ -166,8 +182,7 @@ def prepare(comparison, results_dir, *, remote: bool, progress: bool):
     check(cells=len(closed) // len({spec.server.name for _, spec in closed}), remote=remote)
     base = results_home(results_dir) if results_dir is not None else \
         results_home(None) / f"compare-{suite_id(closed)}-rate-auto"
-    last = closed[-1][1].server.name  # the load tool is tried against the last pilot fork, still warm
-    paced = next(spec for _, spec in matrix(comparison.changed(rates=[1.0]), 1) if spec.server.name == last)
+    paced = {spec.server.name: spec for _, spec in matrix(comparison.changed(rates=[1.0]), 1)}
     with locks.ResultsWriter(base):
         common = settle([spec for _, spec in closed], paced, base, echo=log.warning if progress else log.info)
     return comparison.changed(rates=[common["rate"]]), base, {"common_rate": common}
