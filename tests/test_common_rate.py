@@ -24,7 +24,7 @@ def tool(most: float, *, busy: float = 50.0, cost_us: float = 20.0):
         asked.append(rate)
         sent = min(rate, most)
         return {"target_rps": rate, "sent_rps": sent, "achieved_rps": sent, "p99": 0.002, "requests": int(sent),
-                "load_cpu_mean": busy, "server_cpu_mean": 100.0 * sent * cost_us * 1e-6}
+                "load_cpu_mean": busy, "server_cpu_s": 5.0 * sent * cost_us * 1e-6, "elapsed_s": 5.0}
     return measure_at, asked
 
 
@@ -85,3 +85,13 @@ def test_auto_reaches_the_function_the_command_line_and_the_notebook():
     _check_option("rates", "auto")  # the notebook's check takes it
     with pytest.raises(ValueError, match="rate must be more than 0"):
         _check_option("rates", [0])
+
+
+def test_the_server_is_judged_while_the_load_ran_not_through_the_tools_report():
+    from benchlab.running.monitor import Monitor, Sample
+
+    monitor = Monitor()
+    monitor.samples = [Sample(t / 4, "server", 85.0 if t < 20 else 0.0, 1.0, 0) for t in range(31)]
+    monitor.samples += [Sample(t / 4, "load", 80.0, 1.0, t) for t in range(20)]  # vegeta's attack ends at 4.75 s
+    summary = monitor.summary()
+    assert summary["server_cpu_mean"] == 85.0 and summary["server_samples"] == 20

@@ -142,7 +142,7 @@ def tried(measure_at: dict, rate: float, *, load_cores: int = 1, server_cores: i
         for name, at in measure_at.items():
             metrics = at(rate)
             ok, why = cost.passes(metrics, "p99", math.inf, load_cores=load_cores)
-            busy = (metrics.get("server_cpu_mean") or 0.0) / (100.0 * server_cores)
+            busy = _busy(metrics) / server_cores
             if not ok:
                 factor, by = min(factor, LOWER * min(rate, metrics.get("sent_rps") or rate) / rate), "load tool"
             elif busy > SHARE:
@@ -156,6 +156,14 @@ def tried(measure_at: dict, rate: float, *, load_cores: int = 1, server_cores: i
             break
         rate *= factor
     return tries
+
+
+def _busy(metrics: dict) -> float:
+    """The cores the server kept busy over the load: its CPU seconds read before and after, over the load's time;
+    the sampled mean where those are missing."""
+    if metrics.get("server_cpu_s") is not None and metrics.get("elapsed_s"):
+        return metrics["server_cpu_s"] / metrics["elapsed_s"]
+    return (metrics.get("server_cpu_mean") or 0.0) / 100.0
 
 
 def check(*, cells: int, remote: bool = False) -> None:
