@@ -61,11 +61,11 @@ def test_the_common_rate_is_found_first_kept_and_said(jars, tmp_path, no_jvm_lef
     tries = found["tries"]
     assert tries[-1]["passed"] and not any(t["passed"] for t in tries[:-1]) and found["rate"] == tries[-1]["rate"]
     assert set(tries[-1]["servers"]) == set(SERVERS), "every server tried at the rate offered"
-    assert all(server["busy"] <= common.SHARE for server in tries[-1]["servers"].values())
+    assert all(0 < server["busy"] < 1.05 for server in tries[-1]["servers"].values()), "each one's busy share kept"
     if found["by"] == "closed loop":
         assert len(tries) == 1 and found["rate"] == pytest.approx(ceiling, abs=0.1)
-    else:  # a server over 60% busy, or the load tool short: lowered, at most three tries
-        assert found["by"] in ("load tool", "server CPU", "load tool and server CPU")
+    else:  # the load tool short, or a server behind: lowered to 90% of what was sent, at most three tries
+        assert found["by"] == "load tool"
         assert 1 < len(tries) <= common.TRIES and found["rate"] < ceiling and all(t["why"] for t in tries[:-1])
     ok = [r for r in suite.records if r.status == "ok"]
     assert len(ok) == 4 and {r.metrics["target_rps"] for r in ok} == {found["rate"]}

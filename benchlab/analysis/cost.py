@@ -92,16 +92,19 @@ def offered_text(common: dict) -> str:
     ...                     "closed": {"spring-tomcat": 20000.0, "spring-jetty": 25000.0}, "connections": 64}))
     12,000 req/s offered to every server: 60% of spring-tomcat's 20,000 req/s in a closed loop at 64 connections
     >>> import textwrap
-    >>> print(textwrap.fill(offered_text({"rate": 9000.0, "by": "server CPU", "share": 0.6, "slowest": "nginx",
-    ...     "closed": {"nginx": 2e4}, "connections": 64, "tries": [{"rate": 12000.0, "why": "nginx 80% busy"},
-    ...     {"rate": 9000.0, "why": ""}]}), 100))
-    9,000 req/s offered to every server: lowered (server CPU) from 60% of nginx's 20,000 req/s in a
-    closed loop at 64 connections (12,000 req/s: nginx 80% busy)
+    >>> print(textwrap.fill(offered_text({"rate": 9000.0, "by": "load tool", "share": 0.6, "slowest": "nginx",
+    ...     "closed": {"nginx": 2e4}, "connections": 64, "tries": [{"rate": 12000.0, "why": "nginx load tool busy 95%"},
+    ...     {"rate": 9000.0, "why": "", "servers": {"nginx": {"busy": 0.41}}}]}), 100))
+    9,000 req/s offered to every server: lowered (load tool) from 60% of nginx's 20,000 req/s in a
+    closed loop at 64 connections (12,000 req/s: nginx load tool busy 95%); the servers 41% busy at it
     """
     slowest = common["slowest"]
     basis = (f"{common['share']:.0%} of {slowest}'s {common['closed'][slowest]:,.0f} req/s in a closed loop at "
              f"{common['connections']} connections")
+    busy = [s["busy"] for s in (common.get("tries") or [{}])[-1].get("servers", {}).values() if s.get("busy")]
+    ends = sorted({f"{min(busy):.0%}", f"{max(busy):.0%}"}, key=lambda text: float(text[:-1])) if busy else []
+    held = f"; the servers {'-'.join(ends)} busy at it" if busy else ""
     if common["by"] == "closed loop":
-        return f"{common['rate']:,.0f} req/s offered to every server: {basis}"
+        return f"{common['rate']:,.0f} req/s offered to every server: {basis}{held}"
     short = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in common.get("tries", []) if t.get("why"))
-    return f"{common['rate']:,.0f} req/s offered to every server: lowered ({common['by']}) from {basis} ({short})"
+    return f"{common['rate']:,.0f} req/s offered to every server: lowered ({common['by']}) from {basis} ({short}){held}"
