@@ -124,9 +124,10 @@ def test_rate_sweep_and_count_cells(jars, tmp_path, no_jvm_left):
     assert runs.loc[300.0, "target_rps"] == 300 and runs.loc[300.0, "rps"] > 0.9 * 300
     counts = benchlab.compare(["spring-undertow"], ["hello"], load="count", users=[4, 8], loops=[50, 25], repeats=1,
                               warmup="1s", driver="h2load", results_dir=tmp_path / "counts", progress=False)
-    assert sorted(counts.runs["users"]) == [4, 8] and (counts.runs["requests"] == 200).all()
+    kept = counts.runs[counts.runs["status"] != "retaken"]  # a window disturbed on a busy machine is measured again
+    assert sorted(kept["users"]) == [4, 8] and (counts.runs["requests"] == 200).all()
     assert (counts.runs["driver"] == "h2load").all()
-    assert all((tmp_path / "counts" / run_id / "wrk.lua").exists() for run_id in counts.runs["id"]), \
+    assert all((tmp_path / "counts" / run_id / "wrk.lua").exists() for run_id in kept["id"]), \
         "wrk warmed the server before the count load"
 
 
