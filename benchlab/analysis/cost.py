@@ -102,8 +102,8 @@ def offered_text(common: dict) -> str:
     basis = (f"{common['share']:.0%} of {slowest}'s {common['closed'][slowest]:,.0f} req/s in a closed loop at "
              f"{common['connections']} connections")
     busy = [s["busy"] for s in (common.get("tries") or [{}])[-1].get("servers", {}).values() if s.get("busy")]
-    ends = sorted({f"{min(busy):.0%}", f"{max(busy):.0%}"}, key=lambda text: float(text[:-1])) if busy else []
-    held = f"; the servers {'-'.join(ends)} busy at it" if busy else ""
+    low, high = (f"{min(busy):.0%}", f"{max(busy):.0%}") if busy else ("", "")
+    held = f"; the servers {low if low == high else f'{low}-{high}'} busy at it" if busy else ""
     if common["by"] == "closed loop":
         return f"{common['rate']:,.0f} req/s offered to every server: {basis}{held}"
     short = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in common.get("tries", []) if t.get("why"))

@@ -92,8 +92,7 @@ def settle(closed: list[RunSpec], paced: dict[str, RunSpec], folder: Path, *, ec
         why = "; ".join(f"{t['rate']:,.0f} req/s: {t['why']}" for t in tries)
         raise LoadError(f"rates=auto: no rate tried was kept ({why}): give the load tool more cores "
                         "(load_cpus, load_hosts), or give rates=[...]")
-    lowered = sorted({t["lowered_by"] for t in tries[:-1]})
-    result = {"rate": tries[-1]["rate"], "by": " and ".join(lowered) or "closed loop", "share": SHARE,
+    result = {"rate": tries[-1]["rate"], "by": "closed loop" if len(tries) == 1 else "load tool", "share": SHARE,
               "slowest": min(served, key=served.__getitem__), "closed": served,
               "connections": closed[0].load.connections, "tries": tries, "seconds": round(time.monotonic() - began, 1)}
     folder.mkdir(parents=True, exist_ok=True)
